@@ -49,6 +49,20 @@ def _gram_row(X, Y, i, code, gamma, degree, coef0, out):
             out[i, j] = (gamma * s + coef0) ** degree if code == 1 else s
 
 
+@numba.njit(cache=True)
+def _kernel_diagonal(X, code, gamma, degree, coef0, out):
+    # k(x_t, x_t) for every t, shape (n,): all SMO needs besides the rows it selects.
+    for t in range(X.shape[0]):
+        if code == 2:
+            out[t] = 1.0
+        else:
+            s = 0.0
+            for k in range(X.shape[1]):
+                s += X[t, k] * X[t, k]
+            out[t] = (gamma * s + coef0) ** degree if code == 1 else s
+    return out
+
+
 @numba.njit(parallel=True, cache=True)
 def _gram_parallel(X, Y, code, gamma, degree, coef0, out):
     # Rows are independent, so the row loop is the one split across threads; no two threads

@@ -70,8 +70,19 @@ _pair_step = numba.njit(cache=True, inline="always")(pair_step)
 
 
 @numba.njit(cache=True)
-def _smo_loop(K, y, C, tol, max_iter, second_order, alpha, G):
-    # K: (n, n) kernel matrix; y: (n,) +-1.0; alpha, G: (n,) updated in place.
+def _ensure_row(K, have, X, i, code, gamma, degree, coef0):
+    # Kernel rows on demand: a solve touches only the rows of the pairs it selects, often far
+    # fewer than n, so computing them lazily (libsvm's kernel cache does the same) saves work.
+    if not have[i]:
+        kernels._gram_row(X, X, i, code, gamma, degree, coef0, K)
+        have[i] = True
+
+
+@numba.njit(cache=True)
+def _smo_loop(K, have, diag, X, code, gamma, degree, coef0, y, C, tol, max_iter, second_order,
+              alpha, G):
+    # K: (n, n) kernel rows, filled where have[i]; diag: (n,) K[t, t]; y: (n,) +-1.0;
+    # alpha, G: (n,) updated in place.
     n = y.shape[0]
     it = 0
     gap = np.inf
@@ -89,6 +100,8 @@ def _smo_loop(K, y, C, tol, max_iter, second_order, alpha, G):
         g_min = np.inf
         best = np.inf
         j = -1
+        if i >= 0 and second_order:
+            _ensure_row(K, have, X, i, code, gamma, degree, coef0)
         for t in range(n):
             if (y[t] > 0 and alpha[t] > 0) or (y[t] < 0 and alpha[t] < C):
                 v = -y[t] * G[t]
@@ -98,7 +111,7 @@ def _smo_loop(K, y, C, tol, max_iter, second_order, alpha, G):
                     b = g_max - v
                     if b > 0.0:
                         if second_order:
-                            a = K[i, i] + K[t, t] - 2.0 * K[i, t]
+                            a = diag[i] + diag[t] - 2.0 * K[i, t]
                             if a <= 0.0:
                                 a = TAU
                             score = -(b * b) / a
@@ -110,8 +123,10 @@ def _smo_loop(K, y, C, tol, max_iter, second_order, alpha, G):
         gap = g_max - g_min
         if gap < tol or j < 0:
             break
+        _ensure_row(K, have, X, i, code, gamma, degree, coef0)
+        _ensure_row(K, have, X, j, code, gamma, degree, coef0)
         step, ai, aj = _pair_step(
-            alpha[i], alpha[j], y[i], y[j], G[i], G[j], K[i, i], K[j, j], K[i, j], C
+            alpha[i], alpha[j], y[i], y[j], G[i], G[j], diag[i], diag[j], K[i, j], C
         )
         alpha[i] = ai
         alpha[j] = aj
@@ -233,6 +248,7 @@ def fit_smo(
     tol: float = 1e-3,
     selection: str = "second_order",
     max_iter: int | None = None,
+    kernel_rows: str = "lazy",
     parallel: bool = True,
 ) -> SVMModel:
     """Train a binary kernel SVM with SMO.
@@ -244,8 +260,10 @@ def fit_smo(
     tol : stopping tolerance on the maximal KKT violation (libsvm's ``eps``).
     selection : 'second_order' (libsvm's rule) or 'first_order' (maximal violating pair).
     max_iter : cap on pair updates; default ``max(10_000_000, 100 n)`` as libsvm.
-    parallel : compute the kernel matrix on numba's threads (the SMO loop itself is serial:
-        each step depends on the previous one).
+    kernel_rows : 'lazy' computes a kernel row the first time a selected pair needs it (serial,
+        inside the loop); 'all' computes the whole matrix first with ``kernels.kernel_matrix``.
+    parallel : with ``kernel_rows='all'``, compute the matrix on numba's threads. The SMO loop
+        itself is serial: each step depends on the gradient the previous one left.
     """
     X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
     validation.same_length("X", X, "y", y)
@@ -261,17 +279,28 @@ def fit_smo(
     code, gamma, degree, coef0 = kernels.check_kernel_args(kernel, gamma, degree, coef0)
     tol = validation.positive("tol", tol)
     validation.choice("selection", selection, ("second_order", "first_order"))
+    validation.choice("kernel_rows", kernel_rows, ("lazy", "all"))
     if max_iter is None:
         max_iter = max(10_000_000, 100 * n)
     max_iter = validation.positive_int("max_iter", max_iter)
 
-    K = kernels.kernel_matrix(
-        X, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, parallel=parallel
-    )
+    X = np.ascontiguousarray(X)
+    if kernel_rows == "all":
+        K = kernels.kernel_matrix(
+            X, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, parallel=parallel
+        )
+        have = np.ones(n, dtype=np.bool_)
+        diag = np.diag(K).copy()
+    else:
+        K = np.empty((n, n))  # untouched pages cost no memory until a row is computed
+        have = np.zeros(n, dtype=np.bool_)
+        diag = np.empty(n)
+        kernels._kernel_diagonal(X, code, gamma, degree, coef0, diag)
     alpha = np.zeros(n)
     G = -np.ones(n)  # gradient of f at a = 0
     n_iter, gap = _smo_loop(
-        K, y_signed, C, tol, max_iter, selection == "second_order", alpha, G
+        K, have, diag, X, code, gamma, degree, coef0, y_signed, C, tol, max_iter,
+        selection == "second_order", alpha, G,
     )
     converged = bool(gap < tol)
     if not converged:

@@ -154,6 +154,7 @@ def test_max_iter_warns_and_reports_not_converged():
         ({"X": np.full((10, 2), np.nan)}, ValueError, "X: expected finite"),
         ({"tol": 0.0}, ValueError, "tol"),
         ({"selection": "random"}, ValueError, "selection"),
+        ({"kernel_rows": "some"}, ValueError, "kernel_rows"),
         ({"y": np.arange(9) % 2}, ValueError, "y: expected 10 rows"),
         ({"max_iter": 0}, ValueError, "max_iter"),
     ],
@@ -171,3 +172,13 @@ def test_predict_checks_columns():
     model = smo.fit_smo(Xtr, ytr)
     with pytest.raises(ValueError, match="X: expected 2 columns"):
         model.predict(np.ones((3, 5)))
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly", "linear"])
+def test_lazy_rows_and_full_matrix_give_the_same_solve(kernel):
+    Xtr, _, ytr, _ = _dataset("circles")
+    lazy = smo.fit_smo(Xtr, ytr, kernel=kernel, gamma=0.7, coef0=1.0)
+    full = smo.fit_smo(Xtr, ytr, kernel=kernel, gamma=0.7, coef0=1.0, kernel_rows="all")
+    assert lazy.n_iter == full.n_iter
+    np.testing.assert_array_equal(lazy.support, full.support)
+    np.testing.assert_allclose(lazy.dual_coef, full.dual_coef, rtol=1e-9, atol=1e-12)
