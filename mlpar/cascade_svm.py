@@ -77,6 +77,17 @@ class CascadeResult:
     def n_support(self) -> int:
         return int(self.support.size)
 
+    @property
+    def total_seconds(self) -> float:
+        """Sum of every job's measured training time: the cost on one worker."""
+        return float(sum(sum(layer) for p in self.layer_seconds for layer in p))
+
+    @property
+    def critical_path_seconds(self) -> float:
+        """Sum over layers of the slowest job: the time with one worker per job, if every job
+        took as long as it did here and moving data were free (a model, not a measurement)."""
+        return float(sum(max(layer) for p in self.layer_seconds for layer in p))
+
     def summary(self) -> str:
         """Training-set size -> support vectors of every job, one line per layer."""
         lines = []

@@ -32,7 +32,7 @@ KERNELS = ("linear", "poly", "rbf")
 _CODES = {"linear": 0, "poly": 1, "rbf": 2}
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _gram_row(X, Y, i, code, gamma, degree, coef0, out):
     # One output row, K[i, :]: the unit of work. It reads X[i] once and streams through Y.
     d = X.shape[1]
@@ -49,7 +49,7 @@ def _gram_row(X, Y, i, code, gamma, degree, coef0, out):
             out[i, j] = (gamma * s + coef0) ** degree if code == 1 else s
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _kernel_diagonal(X, code, gamma, degree, coef0, out):
     # k(x_t, x_t) for every t, shape (n,): all SMO needs besides the rows it selects.
     for t in range(X.shape[0]):
@@ -63,7 +63,7 @@ def _kernel_diagonal(X, code, gamma, degree, coef0, out):
     return out
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True, cache=True, nogil=True)
 def _gram_parallel(X, Y, code, gamma, degree, coef0, out):
     # Rows are independent, so the row loop is the one split across threads; no two threads
     # write the same row, so there is nothing to lock or reduce.
@@ -72,7 +72,7 @@ def _gram_parallel(X, Y, code, gamma, degree, coef0, out):
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _gram_serial(X, Y, code, gamma, degree, coef0, out):
     # The same rows on the calling thread, for callers that are themselves one of several
     # parallel workers (joblib, Dask): a second layer of threads would only oversubscribe the
@@ -120,6 +120,9 @@ def kernel_matrix(
     gamma, degree, coef0 : kernel parameters (see the module docstring)
     parallel : split the rows of ``K`` over numba's threads (``mlpar.threads.using_threads``
         sets how many); ``False`` runs the same loop on one thread.
+
+    The compiled loops release the GIL (``nogil``), so Python threads (a threading joblib
+    backend, Dask's threaded workers) can run several of them at once.
 
     Parallel strategy: a ``prange`` over the ``n`` output rows. Each row reads ``X[i]`` once
     and streams all of ``Y``; rows share nothing but read-only inputs, so there are no races

@@ -69,7 +69,7 @@ def pair_step(alpha_i, alpha_j, y_i, y_j, G_i, G_j, K_ii, K_jj, K_ij, C):
 _pair_step = numba.njit(cache=True, inline="always")(pair_step)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _ensure_row(K, have, X, i, code, gamma, degree, coef0):
     # Kernel rows on demand: a solve touches only the rows of the pairs it selects, often far
     # fewer than n, so computing them lazily (libsvm's kernel cache does the same) saves work.
@@ -78,7 +78,7 @@ def _ensure_row(K, have, X, i, code, gamma, degree, coef0):
         have[i] = True
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _smo_loop(K, have, diag, X, code, gamma, degree, coef0, y, C, tol, max_iter, second_order,
               alpha, G):
     # K: (n, n) kernel rows, filled where have[i]; diag: (n,) K[t, t]; y: (n,) +-1.0;
@@ -137,7 +137,7 @@ def _smo_loop(K, have, diag, X, code, gamma, degree, coef0, y, C, tol, max_iter,
     return it, gap
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _rho(y, alpha, G, C):
     # libsvm's bias: the mean of y G over free multipliers, else the middle of the feasible range.
     ub = np.inf

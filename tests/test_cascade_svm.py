@@ -65,3 +65,12 @@ def test_bad_input(kwargs, error, match):
     y = np.arange(40) % 2
     with pytest.raises(error, match=match):
         cascade_svm.cascade_svm(X, y, **kwargs)
+
+
+def test_time_model_is_consistent(moons):
+    X, y, _, _ = moons
+    cascade = cascade_svm.cascade_svm(X[:400], y[:400], n_shards=4, gamma=1.0, seed=0)
+    jobs = [t for p in cascade.layer_seconds for layer in p for t in layer]
+    assert len(jobs) == 4 + 2 + 1
+    assert cascade.total_seconds == pytest.approx(sum(jobs))
+    assert max(jobs) <= cascade.critical_path_seconds <= cascade.total_seconds
