@@ -182,3 +182,10 @@ def test_lazy_rows_and_full_matrix_give_the_same_solve(kernel):
     assert lazy.n_iter == full.n_iter
     np.testing.assert_array_equal(lazy.support, full.support)
     np.testing.assert_allclose(lazy.dual_coef, full.dual_coef, rtol=1e-9, atol=1e-12)
+
+
+def test_too_many_samples_points_to_the_cascade():
+    n = smo.MAX_SAMPLES + 1
+    X = np.zeros((n, 1))
+    with pytest.raises(ValueError, match="cascade_svm"):
+        smo.fit_smo(X, np.arange(n) % 2)
