@@ -16,6 +16,7 @@ chose yet; call that yourself first if you want a particular path.
 
 from __future__ import annotations
 
+import inspect
 import time
 import warnings
 from dataclasses import dataclass
@@ -32,6 +33,11 @@ from numba import cuda  # noqa: E402
 from numba.core.errors import NumbaPerformanceWarning  # noqa: E402
 
 FLOAT_TYPES = (np.float32, np.float64)
+
+
+def source(func) -> str:
+    """Python source of a kernel (GPU dispatcher or simulator kernel) or of a plain function."""
+    return inspect.getsource(getattr(func, "py_func", None) or getattr(func, "fn", func))
 
 
 def _launch(kernel, grid, block, *args) -> None:
@@ -302,7 +308,7 @@ class OffloadTiming:
         return (
             f"OffloadTiming({self.name} on the {where}: to device {fs(self.to_device_s)}, "
             f"kernel {fs(self.kernel_s)}, to host {fs(self.to_host_s)}; "
-            f"copies are {self.transfer_share:.0%} of the total)"
+            f"copies are {100 * self.transfer_share:.3g} % of the total)"
         )
 
 
