@@ -21,11 +21,10 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from . import validation
+from . import environment, validation
 
 BACKENDS = ("auto", "gpu", "simulator")
 WARP_SIZE = 32
@@ -42,7 +41,7 @@ def gpu_present() -> bool:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible.strip() in ("", "-1"):
         return False
-    if any(p.name[len("nvidia"):].isdigit() for p in Path("/dev").glob("nvidia*")):
+    if environment.gpu_devices():
         return True
     smi = shutil.which("nvidia-smi")
     if smi is None:

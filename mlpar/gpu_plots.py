@@ -1,7 +1,9 @@
 """Pictures for the GPU lesson: who handles which element, how tiles move, when offloading pays.
 
-None of these imports numba; they draw the arithmetic of :mod:`mlpar.gpu`, so they look the
-same on a machine with a GPU and on one with only the simulator.
+They draw the arithmetic of :mod:`mlpar.gpu`, so they look the same on a machine with a GPU
+and on one with only the simulator. Importing this module does not import numba, so it may
+come before :func:`mlpar.gpu.choose_cuda_backend`; ``plot_offload_roofline`` uses
+``mlpar.roofline``, which does import numba, so call it after the choice.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import gpu, roofline, validation
+from . import gpu, validation
 
 
 def plot_grid_stride(n: int, threads_per_block: int, blocks: int, ax=None):
@@ -109,6 +111,8 @@ def plot_offload_roofline(
     The dotted vertical line is :func:`mlpar.gpu.break_even_intensity`: to its left the copy
     alone takes longer than the host would need for the whole computation.
     """
+    from . import roofline  # imports numba: only after the backend choice
+
     cpu_gflops = validation.positive("cpu_gflops", cpu_gflops)
     link_gbps = validation.positive("link_gbps", link_gbps)
     if gpu_gflops is not None:

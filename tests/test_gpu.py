@@ -28,7 +28,8 @@ def run_fresh(code: str, **env) -> subprocess.CompletedProcess:
 def test_choose_simulator_before_numba_sets_it_up():
     done = run_fresh(
         "import os, sys, json\n"
-        "from mlpar import gpu\n"
+        "from mlpar import gpu, gpu_plots\n"
+        "import mlpar.exercises.gpu, mlpar.benchmarks.gpu\n"
         "before = 'numba' in sys.modules\n"
         "first = gpu.choose_cuda_backend('simulator')\n"
         "from numba import cuda\n"
@@ -42,7 +43,7 @@ def test_choose_simulator_before_numba_sets_it_up():
     )
     assert done.returncode == 0, done.stderr
     before, first, again, env, active, err = json.loads(done.stdout)
-    assert before is False  # importing mlpar.gpu must not import numba
+    assert before is False  # importing these modules must not import numba
     assert (first, again, env, active) == ("simulator", "simulator", "1", "simulator")
     assert "already imported" in err and "restart" in err
 
