@@ -41,7 +41,7 @@ import numpy as np
 from . import threads as _threads  # noqa: F401
 from . import validation
 from .sparse_data import SparseProblem, make_sparse_problem
-from .spinlock import acquire, load_relaxed, new_lock, release
+from .spinlock import acquire, arrive_and_wait, load_relaxed, new_lock, release
 
 VARIANTS = ("serial", "locked", "lock-free")
 
@@ -87,14 +87,18 @@ def _worker(indptr, indices, data, y, w, order, start, stop, step, lock, use_loc
 
 
 @numba.njit(nogil=True, cache=True)
-def _instrumented_worker(indptr, indices, data, y, w, hits, seen, order, start, stop, step):
+def _instrumented_worker(
+    indptr, indices, data, y, w, hits, seen, order, start, stop, step, barrier, parties
+):
     """A lock-free chunk that also counts stale reads; ``hits`` counts lost updates.
 
     Stale read: the value of ``w_j`` used for the margin differs from the value found just
     before writing ``w_j`` (another thread wrote it in between). Lost update: every write
     to ``w_j`` also does ``hits[j] += 1`` with the same unsynchronised read-modify-write;
     increments that vanish (``Σ hits`` < writes made) were overwritten by another thread.
+    The barrier makes all ``parties`` threads start together, so they overlap in time.
     """
+    arrive_and_wait(barrier, parties)
     stale = 0
     for k in range(start, stop):
         i = order[k]
@@ -292,7 +296,10 @@ def count_conflicts(
     row_sizes = np.diff(p.indptr)
     seen = [np.empty(int(row_sizes.max()), dtype=np.float64) for _ in range(threads)]
     empty = np.zeros(0, dtype=np.int64)
-    _instrumented_worker(p.indptr, p.indices, p.data, p.y, w, hits, seen[0], empty, 0, 0, step)
+    barrier = new_lock()
+    _instrumented_worker(
+        p.indptr, p.indices, p.data, p.y, w, hits, seen[0], empty, 0, 0, step, barrier, 1
+    )
     stale = 0
     writes = 0
     with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -301,10 +308,11 @@ def count_conflicts(
         for _ in range(epochs):
             order = rng.permutation(p.n_samples)
             bounds = np.linspace(0, p.n_samples, threads + 1).astype(np.int64)
+            barrier[0] = 0
             futures = [
                 pool.submit(
                     _instrumented_worker, p.indptr, p.indices, p.data, p.y, w, hits, seen[t],
-                    order, bounds[t], bounds[t + 1], step,
+                    order, bounds[t], bounds[t + 1], step, barrier, threads,
                 )
                 for t in range(threads)
             ]
@@ -332,6 +340,7 @@ class ConflictSweep:
         if ax is None:
             _, ax = plt.subplots(figsize=(6, 3.2), constrained_layout=True)
         floor = 0.5 / max(c.writes for c in self.counts)
+        ax.axhline(floor, color="gray", ls=":", lw=1, label="none counted (drawn here)")
         for attr, label, marker in (
             ("stale_rate", "stale reads", "o"),
             ("lost_rate", "lost updates", "s"),

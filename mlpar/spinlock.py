@@ -14,7 +14,8 @@ module emits the three LLVM instructions a lock needs, each as a numba ``@intrin
   instrumentation uses it to compare "the value I read before" with "the value there now"
   without the optimiser merging the two reads into one.
 
-``acquire(lock)`` / ``release(lock)`` make a test-and-test-and-set spin lock from them: spin
+``arrive_and_wait`` is a one-shot barrier built the same way. ``acquire(lock)`` /
+``release(lock)`` make a test-and-test-and-set spin lock from them: spin
 on cheap relaxed reads while the lock is taken and try the expensive ``cmpxchg`` only when it
 looks free. The lock is ``lock[0]`` of an int64 array (``new_lock()``), 0 = free, 1 = taken.
 A spin lock never sleeps: a thread that waits burns its core. That is the right trade for
@@ -114,4 +115,19 @@ def acquire(lock):
 def release(lock):
     """Give ``lock`` back; writes made while holding it are visible to the next owner."""
     store_release(lock, 0, np.int64(0))
+
+
+@njit(nogil=True, inline="always")
+def arrive_and_wait(counter, parties):
+    """A one-shot barrier: count this thread in, then spin until ``parties`` threads have.
+
+    ``counter[0]`` must be 0 before the first thread arrives. Used where threads must really
+    overlap in time (counting races), not merely start within a few hundred microseconds.
+    """
+    while True:
+        old = load_relaxed(counter, 0)
+        if compare_and_swap(counter, 0, old, old + 1) == old:
+            break
+    while load_relaxed(counter, 0) < parties:
+        pass
 

@@ -112,7 +112,7 @@ def test_plots_draw_one_line_per_run_or_rate(problem, serial):
     ax = plot_runs([serial, serial])
     assert len(ax.lines) == 2
     sweep = conflict_sweep([0.1], n_features=50, writes=2000, threads=1, seed=0)
-    assert len(sweep.plot().lines) == 2
+    assert len(sweep.plot().lines) == 3  # two rates and the zero line
     plt.close("all")
 
 
