@@ -8,10 +8,11 @@ One SGD update on sample ``i`` touches only the coordinates ``e = nonzeros(x_i)`
     w_j   ← w_j - γ g x_ij   for j ∈ e       (write w_e)
 
 Parallel strategy: ``threads`` Python threads share one ``w`` (a numpy array, no copies).
-Each epoch draws one permutation of the samples (from ``seed``) and gives thread ``t`` the
-``t``-th contiguous chunk of it. The per-chunk loop is a numba ``nogil=True`` function, so
-the threads really run at the same time, on different cores. The variants differ only in
-what surrounds one update:
+Each epoch draws one permutation of the samples (from ``seed``), starts ``threads`` threads,
+gives thread ``t`` the ``t``-th contiguous chunk of it, and joins them; a spin barrier makes
+the threads begin their chunks at the same moment. The per-chunk loop is a numba
+``nogil=True`` function, so the threads really run at the same time, on different cores.
+The variants differ only in what surrounds one update:
 
 * ``serial``: one thread, no lock (the reference);
 * ``locked``: a spin lock (``mlpar.spinlock``) around every update, so updates never
@@ -30,8 +31,8 @@ order, so it returns the very same weights: the tests check this bit for bit.
 
 from __future__ import annotations
 
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba
@@ -74,8 +75,11 @@ def _serial_epoch(indptr, indices, data, y, w, order, step):
 
 
 @numba.njit(nogil=True, cache=True)
-def _worker(indptr, indices, data, y, w, order, start, stop, step, lock, use_lock):
+def _worker(
+    indptr, indices, data, y, w, order, start, stop, step, lock, use_lock, barrier, parties
+):
     """One thread's chunk ``order[start:stop]``; returns how often it found the lock taken."""
+    arrive_and_wait(barrier, parties)  # all threads start their chunks together
     waits = 0
     for k in range(start, stop):
         if use_lock:
@@ -128,6 +132,31 @@ def _mean_logistic_loss(indptr, indices, data, y, w):
         z = y[i] * margin
         total += np.log1p(np.exp(-z)) if z > 0.0 else -z + np.log1p(np.exp(z))
     return total / (indptr.size - 1)
+
+
+def _in_threads(func, arg_lists) -> list:
+    """Run ``func(*args)`` on one new thread per ``args``, join them all, return the results.
+
+    Plain threads rather than a pool: a pool may hand two tasks to one thread, which would
+    quietly run "2 threads" one after the other (and deadlock on the start barrier).
+    """
+    results = [None] * len(arg_lists)
+    errors = []
+
+    def body(k, args):
+        try:
+            results[k] = func(*args)
+        except BaseException as exc:  # re-raised on the calling thread below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=body, args=(k, a)) for k, a in enumerate(arg_lists)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
 
 
 def _check_problem(problem) -> SparseProblem:
@@ -222,33 +251,30 @@ def run_sgd(
     # Compile (or load from cache) on this thread, before any worker thread can race to it.
     empty = np.zeros(0, dtype=np.int64)
     _serial_epoch(p.indptr, p.indices, p.data, p.y, w, empty, step)
-    _worker(p.indptr, p.indices, p.data, p.y, w, empty, 0, 0, step, lock, use_lock)
+    barrier = new_lock()
+    _worker(p.indptr, p.indices, p.data, p.y, w, empty, 0, 0, step, lock, use_lock, barrier, 1)
 
     losses = [logistic_loss(p, w)]
     seconds = [0.0]
     waits = 0
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        # Start the pool's threads now, so thread creation is not timed as work.
-        for f in [pool.submit(time.sleep, 0) for _ in range(threads)]:
-            f.result()
-        for epoch in range(epochs):
-            order = rng.permutation(p.n_samples)
-            bounds = np.linspace(0, p.n_samples, threads + 1).astype(np.int64)
-            gamma = step * decay**epoch
-            t0 = time.perf_counter()
-            if variant == "serial":
-                _serial_epoch(p.indptr, p.indices, p.data, p.y, w, order, gamma)
-            else:
-                futures = [
-                    pool.submit(
-                        _worker, p.indptr, p.indices, p.data, p.y, w, order,
-                        bounds[t], bounds[t + 1], gamma, lock, use_lock,
-                    )
-                    for t in range(threads)
-                ]
-                waits += sum(int(f.result()) for f in futures)
-            seconds.append(seconds[-1] + time.perf_counter() - t0)
-            losses.append(logistic_loss(p, w))
+    for epoch in range(epochs):
+        order = rng.permutation(p.n_samples)
+        bounds = np.linspace(0, p.n_samples, threads + 1).astype(np.int64)
+        gamma = step * decay**epoch
+        barrier[0] = 0
+        # The clock includes starting and joining the threads: a real cost of each epoch.
+        t0 = time.perf_counter()
+        if variant == "serial":
+            _serial_epoch(p.indptr, p.indices, p.data, p.y, w, order, gamma)
+        else:
+            args = [
+                (p.indptr, p.indices, p.data, p.y, w, order, bounds[t], bounds[t + 1], gamma,
+                 lock, use_lock, barrier, threads)
+                for t in range(threads)
+            ]
+            waits += sum(int(r) for r in _in_threads(_worker, args))
+        seconds.append(seconds[-1] + time.perf_counter() - t0)
+        losses.append(logistic_loss(p, w))
     return SGDRun(variant, threads, epochs * p.n_samples, tuple(seconds), tuple(losses), w, waits)
 
 
@@ -302,22 +328,17 @@ def count_conflicts(
     )
     stale = 0
     writes = 0
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        for f in [pool.submit(time.sleep, 0) for _ in range(threads)]:
-            f.result()
-        for _ in range(epochs):
-            order = rng.permutation(p.n_samples)
-            bounds = np.linspace(0, p.n_samples, threads + 1).astype(np.int64)
-            barrier[0] = 0
-            futures = [
-                pool.submit(
-                    _instrumented_worker, p.indptr, p.indices, p.data, p.y, w, hits, seen[t],
-                    order, bounds[t], bounds[t + 1], step, barrier, threads,
-                )
-                for t in range(threads)
-            ]
-            stale += sum(int(f.result()) for f in futures)
-            writes += int(row_sizes.sum())
+    for _ in range(epochs):
+        order = rng.permutation(p.n_samples)
+        bounds = np.linspace(0, p.n_samples, threads + 1).astype(np.int64)
+        barrier[0] = 0
+        args = [
+            (p.indptr, p.indices, p.data, p.y, w, hits, seen[t], order, bounds[t],
+             bounds[t + 1], step, barrier, threads)
+            for t in range(threads)
+        ]
+        stale += sum(int(r) for r in _in_threads(_instrumented_worker, args))
+        writes += int(row_sizes.sum())
     lost = writes - int(hits.sum())
     return ConflictCount(threads, p.density, writes, stale, lost)
 
