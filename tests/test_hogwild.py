@@ -187,3 +187,16 @@ def test_atomic_primitives_semantics():
     a = np.zeros(2, dtype=np.int64)
     assert _cas_demo(a) == (0, 5, 5, 9)
     np.testing.assert_array_equal(a, [5, 9])
+
+
+def test_worker_errors_reach_the_caller():
+    from mlpar.hogwild import _in_threads
+
+    def boom(k):
+        if k == 1:
+            raise RuntimeError("worker 1 failed")
+        return k
+
+    assert _in_threads(lambda k: 2 * k, [(0,), (1,), (2,)]) == [0, 2, 4]
+    with pytest.raises(RuntimeError, match="worker 1"):
+        _in_threads(boom, [(0,), (1,)])
