@@ -41,15 +41,18 @@ from .sparse_data import SparseProblem
 def _simulate(indptr, indices, data, y, n_features, order, bounds, phases, window, rmw, step):
     n_threads = bounds.size - 1
     w = np.zeros(n_features)
-    last_write = np.full(n_features, -np.inf)
+    last_write = np.empty(n_features)
+    for j in range(n_features):
+        last_write[j] = -np.inf
     # Per thread: position in its chunk, the time of its next event, whether that event is
     # the read (0) or the write (1) of the current update, when it read, its gradient scale.
-    pos = bounds[:-1].copy()
+    pos = np.empty(n_threads, dtype=np.int64)
     event = np.empty(n_threads)
     kind = np.zeros(n_threads, dtype=np.int64)
     read_at = np.zeros(n_threads)
     scale = np.zeros(n_threads)
     for t in range(n_threads):
+        pos[t] = bounds[t]
         if pos[t] < bounds[t + 1]:
             i = order[pos[t]]
             event[t] = phases[t] + (1.0 - window) * (1 + indptr[i + 1] - indptr[i])
@@ -60,7 +63,10 @@ def _simulate(indptr, indices, data, y, n_features, order, bounds, phases, windo
     writes = 0
     finish = 0.0
     while True:
-        t = np.argmin(event)
+        t = 0
+        for u in range(1, n_threads):  # the next event (ties: the lower thread)
+            if event[u] < event[t]:
+                t = u
         now = event[t]
         if now == np.inf:
             break

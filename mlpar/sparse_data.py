@@ -73,16 +73,15 @@ class SparseProblem:
 @numba.njit(cache=True)
 def _choose_columns(counts, uniforms, n_features):
     # Floyd's algorithm: k distinct columns out of n from exactly k uniforms per row, so the
-    # result depends only on the numbers numpy's seeded generator drew.
-    nnz = counts.sum()
-    indptr = np.zeros(counts.size + 1, dtype=np.int64)
-    indices = np.empty(nnz, dtype=np.int64)
-    stamp = np.full(n_features, -1, dtype=np.int64)
+    # result depends only on the numbers numpy's seeded generator drew. Plain loops only:
+    # numpy functions inside numba cost seconds of compile time each.
+    indices = np.empty(uniforms.size, dtype=np.int64)
+    stamp = np.empty(n_features, dtype=np.int64)
+    for v in range(n_features):
+        stamp[v] = -1
     pos = 0
     for i in range(counts.size):
-        k = counts[i]
-        start = pos
-        for j in range(n_features - k, n_features):
+        for j in range(n_features - counts[i], n_features):
             t = np.int64(uniforms[pos] * (j + 1))
             if t > j:  # guard the (measure-zero) u == 1.0 rounding case
                 t = j
@@ -90,9 +89,7 @@ def _choose_columns(counts, uniforms, n_features):
             stamp[pick] = i
             indices[pos] = pick
             pos += 1
-        indices[start:pos].sort()
-        indptr[i + 1] = pos
-    return indptr, indices
+    return indices
 
 
 def make_sparse_problem(
@@ -121,7 +118,11 @@ def make_sparse_problem(
     rng = np.random.default_rng(seed)
     counts = np.maximum(rng.binomial(n_features, density, size=n_samples), 1).astype(np.int64)
     uniforms = rng.random(int(counts.sum()))
-    indptr, indices = _choose_columns(counts, uniforms, n_features)
+    indptr = np.concatenate(([0], np.cumsum(counts)))
+    rows = np.repeat(np.arange(n_samples, dtype=np.int64), counts)
+    # Sort the columns within each row (canonical CSR) by sorting row * n + column.
+    indices = np.sort(rows * n_features + _choose_columns(counts, uniforms, n_features))
+    indices -= rows * n_features
     data = rng.standard_normal(int(counts.sum())) / np.sqrt(np.repeat(counts, counts))
     w_true = rng.standard_normal(n_features)
     margin = np.add.reduceat(data * w_true[indices], indptr[:-1])
@@ -147,30 +148,13 @@ class Sparsity:
 
 
 @numba.njit(cache=True)
-def _sparsity_counts(indptr, indices, n_features):
-    n_rows = indptr.size - 1
-    degree = np.zeros(n_features, dtype=np.int64)
-    omega = 0
-    n_edges = 0
-    for i in range(n_rows):
-        size = indptr[i + 1] - indptr[i]
-        if size > 0:
-            n_edges += 1
-            omega = max(omega, size)
-        for p in range(indptr[i], indptr[i + 1]):
-            degree[indices[p]] += 1
-    # Column -> rows index (CSC pattern), to find every row that meets row i.
-    col_ptr = np.zeros(n_features + 1, dtype=np.int64)
-    col_ptr[1:] = np.cumsum(degree)
-    fill = col_ptr[:-1].copy()
-    col_rows = np.empty(indptr[-1], dtype=np.int64)
-    for i in range(n_rows):
-        for p in range(indptr[i], indptr[i + 1]):
-            col_rows[fill[indices[p]]] = i
-            fill[indices[p]] += 1
-    # For each row, count distinct rows reached through its columns; a stamp array avoids
+def _max_meeting_rows(indptr, indices, col_ptr, col_rows):
+    # For each row, count the distinct rows reached through its columns; a stamp array avoids
     # clearing a "seen" mask per row. Cost: Σ_v deg(v)², fine while nnz is moderate.
-    stamp = np.full(n_rows, -1, dtype=np.int64)
+    n_rows = indptr.size - 1
+    stamp = np.empty(n_rows, dtype=np.int64)
+    for r in range(n_rows):
+        stamp[r] = -1
     max_meet = 0
     for i in range(n_rows):
         meet = 0
@@ -181,8 +165,9 @@ def _sparsity_counts(indptr, indices, n_features):
                 if stamp[r] != i:
                     stamp[r] = i
                     meet += 1
-        max_meet = max(max_meet, meet)
-    return omega, degree.max() if n_features > 0 else 0, max_meet, n_edges
+        if meet > max_meet:
+            max_meet = meet
+    return max_meet
 
 
 def sparsity(problem: SparseProblem) -> Sparsity:
@@ -211,9 +196,17 @@ def sparsity_from_csr(indptr: np.ndarray, indices: np.ndarray, n_features: int) 
             f"indices: expected column numbers in [0, {n_features}), "
             f"got values in [{indices.min()}, {indices.max()}]"
         )
-    omega, max_degree, max_meet, n_edges = _sparsity_counts(
-        indptr.astype(np.int64), indices.astype(np.int64), n_features
-    )
+    indptr = indptr.astype(np.int64)
+    indices = indices.astype(np.int64)
+    sizes = np.diff(indptr)
+    n_edges = int(np.count_nonzero(sizes))
     if n_edges == 0:
         raise ValueError("indptr: expected at least one non-empty row, got none")
-    return Sparsity(int(omega), max_degree / n_edges, max_meet / n_edges, int(n_edges))
+    degree = np.bincount(indices, minlength=n_features)
+    # Column -> rows index (the CSC pattern), to find every row that meets a given row.
+    col_ptr = np.concatenate(([0], np.cumsum(degree)))
+    col_rows = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)[
+        np.argsort(indices, kind="stable")
+    ]
+    max_meet = _max_meeting_rows(indptr, indices, col_ptr, col_rows)
+    return Sparsity(int(sizes.max()), int(degree.max()) / n_edges, max_meet / n_edges, n_edges)
