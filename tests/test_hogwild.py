@@ -200,3 +200,19 @@ def test_worker_errors_reach_the_caller():
     assert _in_threads(lambda k: 2 * k, [(0,), (1,), (2,)]) == [0, 2, 4]
     with pytest.raises(RuntimeError, match="worker 1"):
         _in_threads(boom, [(0,), (1,)])
+
+
+@numba.njit(nogil=True)
+def _meet(counter, parties):
+    spinlock.arrive_and_wait(counter, parties)
+    return spinlock.load_relaxed(counter, 0)
+
+
+def test_barrier_releases_only_when_all_threads_arrived():
+    from mlpar.hogwild import _in_threads
+
+    counter = spinlock.new_lock()
+    assert _meet(counter, 1) == 1
+    counter[0] = 0
+    # Each thread can only return after all three arrived, so each sees the full count.
+    assert _in_threads(_meet, [(counter, 3)] * 3) == [3, 3, 3]
