@@ -149,7 +149,11 @@ def _in_threads(func, arg_lists) -> list:
         except BaseException as exc:  # re-raised on the calling thread below
             errors.append(exc)
 
-    workers = [threading.Thread(target=body, args=(k, a)) for k, a in enumerate(arg_lists)]
+    # Daemon threads: if the caller is interrupted while starting them, a thread left spinning
+    # at the start barrier must not keep the interpreter from exiting.
+    workers = [
+        threading.Thread(target=body, args=(k, a), daemon=True) for k, a in enumerate(arg_lists)
+    ]
     for t in workers:
         t.start()
     for t in workers:
