@@ -216,3 +216,14 @@ def test_barrier_releases_only_when_all_threads_arrived():
     counter[0] = 0
     # Each thread can only return after all three arrived, so each sees the full count.
     assert _in_threads(_meet, [(counter, 3)] * 3) == [3, 3, 3]
+
+
+def test_benchmark_family_reports_its_figures():
+    from mlpar.benchmarks import hogwild as family
+
+    figures = family.run(quick=True)
+    assert set(figures["updates_per_second"]) == {"serial", "locked", "lock-free"}
+    assert figures["lock_free_over_locked"] > 0
+    assert figures["loss_difference_vs_serial"] < 0.02  # convergence, not speed
+    text = family.report(figures)
+    assert "lock-free / locked throughput at 2 threads" in text and "target" in text
