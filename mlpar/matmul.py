@@ -300,11 +300,15 @@ def matmul(a: np.ndarray, b: np.ndarray, variant: str = "blas", block: int = 64)
 
 
 def measure_variant(variant: str, n: int, *, block: int = 64, repeat: int = 3, seed: int = 0):
-    """Time one variant on two random n × n matrices; the Timing carries its flops."""
+    """Time one variant on two random n × n matrices; the Timing carries its flops.
+
+    The name reads like ``"blocked(64) n=512"``: the variant, its block size if it has one,
+    and the matrix size.
+    """
     validation.choice("variant", variant, VARIANTS)
     a, b = random_matrices(n, seed=seed)
-    label = variant if variant not in _TAKES_BLOCK else f"{variant} (block {block})"
-    return timing.measure(matmul, a, b, variant, block, name=f"{label}, n={n}", repeat=repeat,
+    label = variant if variant not in _TAKES_BLOCK else f"{variant}({block})"
+    return timing.measure(matmul, a, b, variant, block, name=f"{label} n={n}", repeat=repeat,
                           flops=matmul_flops(n, n, n), min_sample_time=1e-2)
 
 
@@ -397,5 +401,5 @@ def plot_gflops(table: timing.SpeedupTable, peak_gflops: float, ax=None):
     ax.set_xlabel("GFLOP/s (log scale)")
     ax.invert_yaxis()
     ax.margins(x=0.4)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper right")
     return ax

@@ -104,9 +104,10 @@ def test_random_matrices_are_seeded():
 
 def test_measure_variants_reports_flops_per_variant():
     table = mm.measure_variants(16, ("python", "ikj", "blas"), python_n=8, repeat=1)
-    assert [t.name for t in table.timings] == ["python, n=8", "ikj, n=16", "blas, n=16"]
-    assert table["python, n=8"].flops == 2 * 8**3
-    assert table["blas, n=16"].flops == 2 * 16**3
+    assert mm.measure_variant("parallel", 8, block=4, repeat=1).name == "parallel(4) n=8"
+    assert [t.name for t in table.timings] == ["python n=8", "ikj n=16", "blas n=16"]
+    assert table["python n=8"].flops == 2 * 8**3
+    assert table["blas n=16"].flops == 2 * 16**3
     assert all(t.gflops > 0 for t in table.timings)
     with pytest.raises(ValueError, match="variants: expected at least one"):
         mm.measure_variants(16, ())
