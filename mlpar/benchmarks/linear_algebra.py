@@ -21,11 +21,12 @@ def run(quick: bool = False) -> dict:
     python_n = 48 if quick else 96
     repeat = 3 if quick else 5
     block = 64
-    peak = mm.blas_peak(512 if quick else 1024, repeat=repeat)
-    table = mm.measure_variants(n, ("python",) + NUMBA_VARIANTS + ("blas",),
-                                python_n=python_n, block=block, repeat=repeat)
     names = ("python",) + NUMBA_VARIANTS + ("blas",)
+    table = mm.measure_variants(n, names, python_n=python_n, block=block, repeat=repeat)
     gflops = {v: t.gflops for v, t in zip(names, table.timings, strict=True)}
+    # The peak is the best BLAS rate of this run: a large product, or the n-sized one if a
+    # busy machine made the large one slower.
+    peak = max(mm.blas_peak(512 if quick else 1024, repeat=repeat), gflops["blas"])
     best = max(NUMBA_VARIANTS, key=gflops.get)
 
     blas_counts = sorted({1, mm.blas_threads()})
@@ -61,7 +62,7 @@ def run(quick: bool = False) -> dict:
 def report(f: dict) -> str:
     peak = f["blas_peak_gflops"]
     lines = [f"matmul n = {f['n']} (python loop at n = {f['python_n']}), block {f['block']}; "
-             f"BLAS peak {peak:.1f} GFLOP/s (same run, all threads)",
+             f"BLAS peak {peak:.1f} GFLOP/s (best BLAS rate of this run, all threads)",
              f"{'variant':<12}{'GFLOP/s':>10}{'of peak':>10}"]
     for name, g in f["gflops"].items():
         lines.append(f"{name:<12}{g:>10.3g}{f['share_of_peak'][name]:>10.1%}")
