@@ -245,11 +245,12 @@ def scaled_speedup_curve(
 
     ``run(n_workers, scale)`` does ``scale`` units of work on ``n_workers`` workers. For each
     ``p`` this times ``run(p, p)`` and ``run(1, p)``; their ratio is the scaled speedup that
-    Gustafson's law describes.
+    Gustafson's law describes (exactly 1 at ``p = 1``, where the two runs are one call).
     """
     validation.callable_("run", run)
     repeat = validation.positive_int("repeat", repeat)
     ps = _worker_list(workers)
     parallel = tuple(_best_time(lambda p=p: run(p, p), repeat) for p in ps)
-    serial = tuple(_best_time(lambda p=p: run(1, p), repeat) for p in ps)
+    # at p = 1 both runs are the same call: reuse it, so the curve starts at exactly 1
+    serial = tuple(t if p == 1 else _best_time(lambda p=p: run(1, p), repeat) for p, t in zip(ps, parallel))
     return SpeedupCurve(tuple(ps), parallel, serial)

@@ -68,7 +68,7 @@ def test_parallel_cv_check(capsys):
 
 def test_serial_fraction_check():
     ex.check_serial_fraction(lambda p, S: (1 / S - 1 / p) / (1 - 1 / p))
-    with pytest.raises(AssertionError, match="serial_fraction"):
+    with pytest.raises(AssertionError, match="Exercise 3"):
         ex.check_serial_fraction(lambda p, S: 1 / S)
     with pytest.raises(AssertionError, match="not done yet"):
         ex.check_serial_fraction(unfinished)

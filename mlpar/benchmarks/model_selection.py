@@ -10,23 +10,15 @@ the serial time with the default BLAS threads is reported beside it.
 
 from __future__ import annotations
 
-import os
 import time
 
 from threadpoolctl import threadpool_limits
 
-from .. import gil, scaling_laws
+from .. import environment, gil, scaling_laws
 from .. import model_selection as ms
 
 TARGET_CV_SPEEDUP = 1.5
 TARGET_FIT_SECONDS = 0.05
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def _best(func, repeat: int) -> float:
@@ -60,7 +52,7 @@ def run(quick: bool = False) -> dict:
 
     # Strong scaling over 1..cores processes for the Amdahl fit (t x k = 2 x 5 = 10 fits).
     splits = ms.repeated_kfold(len(y), 5, 2, seed=0)
-    workers = list(range(1, max(2, _cores()) + 1))
+    workers = list(range(1, max(2, environment.usable_cores()) + 1))
     curve = scaling_laws.speedup_curve(
         lambda p: ms.cross_validate(model, X, y, splits, backend="loky", n_jobs=p, blas_threads=1),
         workers,
@@ -76,7 +68,7 @@ def run(quick: bool = False) -> dict:
         repeat=repeat,
     )
     return {
-        "cores": _cores(),
+        "cores": environment.usable_cores(),
         "fit_seconds_one_fold": fit_seconds,
         "cv_serial_seconds_1_blas_thread": serial,
         "cv_serial_seconds_default_blas": serial_default_blas,

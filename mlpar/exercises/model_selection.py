@@ -19,7 +19,7 @@ def check_kfold(my_kfold) -> None:
     Required: the test parts cover every row exactly once, sizes differ by at most one, each
     train part is the complement of its test part, and the same seed gives the same folds.
     """
-    name = "kfold"
+    name = "Exercise 1 (k-fold)"
     for n, k in ((10, 3), (23, 5), (7, 7)):
         folds = call(name, my_kfold, n, k, 0)
         if len(folds) != k:
@@ -59,7 +59,7 @@ def check_parallel_cv(parallel_cv) -> None:
 
     Compared exactly with ``mlpar.model_selection.cross_validate`` run sequentially.
     """
-    name = "parallel_cv"
+    name = "Exercise 2 (parallel CV)"
     X, y = ms.load_dataset("breast_cancer")
     model = ms.make_model("logistic")
     folds = ms.kfold(len(y), 4, seed=11)
@@ -81,7 +81,7 @@ def check_parallel_cv(parallel_cv) -> None:
 
 def check_serial_fraction(serial_fraction) -> None:
     """``serial_fraction(p, speedup)`` -> Amdahl's ``s`` from one measurement at ``p`` workers."""
-    name = "serial_fraction"
+    name = "Exercise 3 (serial fraction)"
     for s, p in ((0.0, 2), (0.1, 2), (0.25, 4), (0.05, 64), (1.0, 8)):
         speedup = float(scaling_laws.amdahl_speedup([p], s)[0])
         got = call(name, serial_fraction, p, speedup)
