@@ -31,7 +31,7 @@ def _best(func, repeat: int) -> float:
 
 
 def run(quick: bool = False) -> dict:
-    repeat = 2 if quick else 3
+    repeat = 1 if quick else 3
     X, y = ms.load_dataset("breast_cancer")
     model = ms.make_model("logistic_poly", clf__C=10.0)
     folds = ms.kfold(len(y), 5, seed=0)
@@ -61,8 +61,8 @@ def run(quick: bool = False) -> dict:
     fit = scaling_laws.fit_amdahl(curve.workers, curve.speedups)
 
     table = gil.gil_table(
-        n_python=100_000 if quick else 300_000,
-        n_numba=10_000_000 if quick else 30_000_000,
+        n_python=50_000 if quick else 300_000,
+        n_numba=2_000_000 if quick else 30_000_000,
         n_tasks=2,
         n_workers=2,
         repeat=repeat,
