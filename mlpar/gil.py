@@ -172,16 +172,17 @@ def gil_table(
     n_tasks = validation.positive_int("n_tasks", n_tasks)
     n_workers = validation.positive_int("n_workers", n_workers)
     repeat = validation.positive_int("repeat", repeat)
-    seconds = {}
-    for work, n in steps.items():
-        for engine in ENGINES:
-            run_tasks(work, 10, n_tasks, engine, n_workers)  # compile / start the pool
-            best = float("inf")
-            for _ in range(repeat):
-                start = time.perf_counter()
-                run_tasks(work, n, n_tasks, engine, n_workers)
-                best = min(best, time.perf_counter() - start)
-            seconds[(work, engine)] = best
+    cells = [(work, engine) for work in steps for engine in ENGINES]
+    for work, engine in cells:
+        run_tasks(work, 10, n_tasks, engine, n_workers)  # compile / start the pool
+    seconds = dict.fromkeys(cells, float("inf"))
+    # Repeats go round all cells in turn, so a burst of load from elsewhere hits every engine
+    # alike instead of spoiling one engine's samples; the best sample per cell is kept.
+    for _ in range(repeat):
+        for work, engine in cells:
+            start = time.perf_counter()
+            run_tasks(work, steps[work], n_tasks, engine, n_workers)
+            seconds[(work, engine)] = min(seconds[(work, engine)], time.perf_counter() - start)
     return GILTable(n_tasks, n_workers, steps, seconds)
 
 

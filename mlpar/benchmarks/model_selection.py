@@ -33,7 +33,8 @@ def _best(func, repeat: int) -> float:
 def run(quick: bool = False) -> dict:
     repeat = 1 if quick else 3
     X, y = ms.load_dataset("breast_cancer")
-    model = ms.make_model("logistic_poly", clf__C=10.0)
+    # weak regularisation and a tight tolerance make L-BFGS iterate long enough (>= 50 ms)
+    model = ms.make_model("logistic_poly", clf__C=1000.0, clf__tol=1e-8)
     folds = ms.kfold(len(y), 5, seed=0)
     train, _ = folds[0]
     with threadpool_limits(1):
@@ -45,9 +46,11 @@ def run(quick: bool = False) -> dict:
         )
 
     cv("loky", 2)  # start the worker processes; their start-up is not part of the target
-    serial = _best(lambda: cv("sequential", 1), repeat)
+    serial = parallel = float("inf")
+    for _ in range(repeat):  # alternate, so load from elsewhere hits both alike
+        serial = min(serial, _best(lambda: cv("sequential", 1), 1))
+        parallel = min(parallel, _best(lambda: cv("loky", 2), 1))
     serial_default_blas = _best(lambda: cv("sequential", 1, None), repeat)
-    parallel = _best(lambda: cv("loky", 2), repeat)
     same = bool((cv("loky", 2).scores == cv("sequential", 1).scores).all())
 
     # Strong scaling over 1..cores processes for the Amdahl fit (t x k = 2 x 5 = 10 fits).
