@@ -17,14 +17,13 @@ chose yet; call that yourself first if you want a particular path.
 from __future__ import annotations
 
 import inspect
-import time
 import warnings
 from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
 
-from . import gpu, validation
+from . import gpu, timing, validation
 
 BACKEND = gpu.choose_cuda_backend()
 
@@ -312,17 +311,6 @@ class OffloadTiming:
         )
 
 
-def _best(func, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        cuda.synchronize()
-        start = time.perf_counter()
-        func()
-        cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def _time_stages(name, inputs, out_shape, dtype, launch, flops, device_bytes, repeat):
     repeat = validation.positive_int("repeat", repeat)
     d_in = [cuda.to_device(v) for v in inputs]
@@ -330,10 +318,13 @@ def _time_stages(name, inputs, out_shape, dtype, launch, flops, device_bytes, re
     host_out = np.empty(out_shape, dtype=dtype)
     launch(*d_in, d_out)  # compile and warm up before any clock starts
     # Copy into the already allocated device arrays: the link, not cudaMalloc, is timed.
-    to_device = _best(lambda: [d.copy_to_device(v) for d, v in zip(d_in, inputs, strict=True)],
-                      repeat)
-    kernel = _best(lambda: launch(*d_in, d_out), repeat)
-    to_host = _best(lambda: d_out.copy_to_host(host_out), repeat)
+    to_device = timing.best_of(
+        lambda: [d.copy_to_device(v) for d, v in zip(d_in, inputs, strict=True)],
+        repeat,
+        sync=cuda.synchronize,
+    )
+    kernel = timing.best_of(lambda: launch(*d_in, d_out), repeat, sync=cuda.synchronize)
+    to_host = timing.best_of(lambda: d_out.copy_to_host(host_out), repeat, sync=cuda.synchronize)
     link_bytes = sum(v.nbytes for v in inputs) + host_out.nbytes
     return OffloadTiming(name, BACKEND, to_device, kernel, to_host, link_bytes,
                          device_bytes, flops)
@@ -378,4 +369,5 @@ def device_copy_gbps(nbytes: int = 1 << 26, repeat: int = 5) -> float:
     src = cuda.to_device(np.ones(max(1, nbytes // 8)))
     dst = cuda.device_array_like(src)
     dst.copy_to_device(src)
-    return 2 * src.nbytes / _best(lambda: dst.copy_to_device(src), repeat) / 1e9
+    seconds = timing.best_of(lambda: dst.copy_to_device(src), repeat, sync=cuda.synchronize)
+    return 2 * src.nbytes / seconds / 1e9

@@ -30,7 +30,7 @@ import numba
 import numpy as np
 from joblib import Parallel, delayed, parallel_config
 
-from . import validation
+from . import timing, validation
 
 ENGINES = ("sequential", "threads", "processes")
 JOBLIB_BACKENDS = ("sequential", "threading", "loky")
@@ -222,12 +222,7 @@ def pickle_time(array: np.ndarray, repeat: int = 3) -> float:
     """Best time to pickle and unpickle ``array``: the copy a process pool pays per argument."""
     validation.array("array", array)
     repeat = validation.positive_int("repeat", repeat)
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        pickle.loads(pickle.dumps(array, protocol=pickle.HIGHEST_PROTOCOL))
-        best = min(best, time.perf_counter() - start)
-    return best
+    return timing.best_of(lambda: pickle.loads(pickle.dumps(array, protocol=pickle.HIGHEST_PROTOCOL)), repeat)
 
 
 def _memmap_settings(memmap: bool) -> dict:

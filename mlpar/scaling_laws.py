@@ -28,13 +28,12 @@ fits a measured curve is a one-line least-squares solution (see ``fit_amdahl`` a
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import validation
+from . import timing, validation
 
 
 def _workers(name: str, workers) -> np.ndarray:
@@ -208,15 +207,6 @@ class SpeedupCurve:
         return f"SpeedupCurve({kind}{pairs})"
 
 
-def _best_time(func: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        func()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def _worker_list(workers) -> list[int]:
     ps = [validation.positive_int("workers", p) for p in workers]
     if not ps:
@@ -235,7 +225,7 @@ def speedup_curve(
     validation.callable_("run", run)
     repeat = validation.positive_int("repeat", repeat)
     ps = _worker_list(workers)
-    return SpeedupCurve(tuple(ps), tuple(_best_time(lambda p=p: run(p), repeat) for p in ps))
+    return SpeedupCurve(tuple(ps), tuple(timing.best_of(lambda p=p: run(p), repeat) for p in ps))
 
 
 def scaled_speedup_curve(
@@ -250,7 +240,9 @@ def scaled_speedup_curve(
     validation.callable_("run", run)
     repeat = validation.positive_int("repeat", repeat)
     ps = _worker_list(workers)
-    parallel = tuple(_best_time(lambda p=p: run(p, p), repeat) for p in ps)
+    parallel = tuple(timing.best_of(lambda p=p: run(p, p), repeat) for p in ps)
     # at p = 1 both runs are the same call: reuse it, so the curve starts at exactly 1
-    serial = tuple(t if p == 1 else _best_time(lambda p=p: run(1, p), repeat) for p, t in zip(ps, parallel))
+    serial = tuple(
+        t if p == 1 else timing.best_of(lambda p=p: run(1, p), repeat) for p, t in zip(ps, parallel)
+    )
     return SpeedupCurve(tuple(ps), parallel, serial)

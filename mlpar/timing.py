@@ -129,6 +129,28 @@ def measure(
     return Timing(label, tuple(times), first, compiled, nbytes, flops)
 
 
+def best_of(func: Callable[[], object], repeat: int = 3, sync: Callable[[], object] | None = None) -> float:
+    """Best wall time of ``repeat`` single calls of ``func()``, in seconds.
+
+    For calls long enough (milliseconds and up: a fit, a cross-validation, a pool start) that
+    one call is a sample by itself, where ``measure``'s repeated samples would only cost time.
+    ``sync`` is called before starting and before stopping the clock, for work that runs
+    asynchronously on a device (``cuda.synchronize``).
+    """
+    validation.callable_("func", func)
+    repeat = validation.positive_int("repeat", repeat)
+    best = float("inf")
+    for _ in range(repeat):
+        if sync is not None:
+            sync()
+        start = time.perf_counter()
+        func()
+        if sync is not None:
+            sync()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 @dataclass(frozen=True)
 class SpeedupTable:
     """Several variants of one computation, each compared with a baseline variant."""

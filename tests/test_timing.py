@@ -89,3 +89,13 @@ def test_bad_input():
         timing.compare([t, t])
     with pytest.raises(ValueError, match="metric"):
         timing.compare([t]).plot(metric="speed")
+
+
+def test_best_of_keeps_the_fastest_call_and_syncs():
+    durations = iter([0.004, 0.001, 0.003])
+    synced = []
+    best = timing.best_of(lambda: time.sleep(next(durations)), repeat=3, sync=lambda: synced.append(1))
+    assert 0.001 <= best < 0.003
+    assert len(synced) == 6  # before and after each call
+    with pytest.raises(ValueError, match="repeat: expected a positive integer"):
+        timing.best_of(lambda: None, repeat=0)

@@ -17,11 +17,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import numpy as np
 
-from .. import gpu, validation
+from .. import gpu, timing, validation
 
 SIZES = {  # (elements of the product, matmul side, tile, dtype); the simulator needs tiny ones
     ("gpu", False): (1 << 25, 2048, 16, "float32"),
@@ -52,12 +51,7 @@ def _cublas_gflops(a: np.ndarray, b: np.ndarray, repeat: int) -> tuple[str | Non
             return None, None
     matmul(da, db)
     sync()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        matmul(da, db)
-        sync()
-        best = min(best, time.perf_counter() - start)
+    best = timing.best_of(lambda: matmul(da, db), repeat, sync=sync)
     return name, flops / best / 1e9
 
 

@@ -10,24 +10,13 @@ the serial time with the default BLAS threads is reported beside it.
 
 from __future__ import annotations
 
-import time
-
 from threadpoolctl import threadpool_limits
 
-from .. import environment, gil, scaling_laws
+from .. import environment, gil, scaling_laws, timing
 from .. import model_selection as ms
 
 TARGET_CV_SPEEDUP = 1.5
 TARGET_FIT_SECONDS = 0.05
-
-
-def _best(func, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        func()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def run(quick: bool = False) -> dict:
@@ -38,7 +27,7 @@ def run(quick: bool = False) -> dict:
     folds = ms.kfold(len(y), 5, seed=0)
     train, _ = folds[0]
     with threadpool_limits(1):
-        fit_seconds = _best(lambda: model.fit(X[train], y[train]), repeat)
+        fit_seconds = timing.best_of(lambda: model.fit(X[train], y[train]), repeat)
 
     def cv(backend, n_jobs, blas_threads=1):
         return ms.cross_validate(
@@ -48,9 +37,9 @@ def run(quick: bool = False) -> dict:
     cv("loky", 2)  # start the worker processes; their start-up is not part of the target
     serial = parallel = float("inf")
     for _ in range(repeat):  # alternate, so load from elsewhere hits both alike
-        serial = min(serial, _best(lambda: cv("sequential", 1), 1))
-        parallel = min(parallel, _best(lambda: cv("loky", 2), 1))
-    serial_default_blas = _best(lambda: cv("sequential", 1, None), repeat)
+        serial = min(serial, timing.best_of(lambda: cv("sequential", 1), 1))
+        parallel = min(parallel, timing.best_of(lambda: cv("loky", 2), 1))
+    serial_default_blas = timing.best_of(lambda: cv("sequential", 1, None), repeat)
     same = bool((cv("loky", 2).scores == cv("sequential", 1).scores).all())
 
     # Strong scaling over 1..cores processes for the Amdahl fit (t x k = 2 x 5 = 10 fits).
