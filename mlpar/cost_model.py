@@ -103,7 +103,8 @@ def measure_per_sample(X: np.ndarray, y: np.ndarray, repeat: int = 7) -> float:
     """Seconds per sample of ``tasks.partial_gradient`` in this process, one BLAS thread.
 
     One thread, because each worker process of the real engines also runs single-threaded
-    (the course gives every worker one core).
+    (the course gives every worker one core). The median of ``repeat`` timings, not the best:
+    the prediction is compared with an average iteration, under the same machine load.
     """
     from threadpoolctl import threadpool_limits
 
@@ -114,23 +115,25 @@ def measure_per_sample(X: np.ndarray, y: np.ndarray, repeat: int = 7) -> float:
     w = np.zeros(X.shape[1])
     with threadpool_limits(limits=1):
         tasks.partial_gradient(X, y, w)  # warm-up: page in, load BLAS
-        best = np.inf
+        times = []
         for _ in range(repeat):
             start = time.perf_counter()
             tasks.partial_gradient(X, y, w)
-            best = min(best, time.perf_counter() - start)
-    return best / len(X)
+            times.append(time.perf_counter() - start)
+    return float(np.median(times)) / len(X)
 
 
-def measure_messages(engine, sizes=(8, 1 << 16, 1 << 18, 1 << 20), repeat: int = 7):
-    """Fit α and β to round trips of ``sizes``-byte arrays through a real ``engine``.
+def measure_messages(engine, sizes=(8, 1 << 20), repeat: int = 7):
+    """Measure α and β with round trips of a small and a large array through a real ``engine``.
 
     An echo task sends b bytes to worker 0 and gets b bytes back: round trip ≈ 2(α + β·b).
-    The median of ``repeat`` trips per size is fitted by least squares; a negative fitted
-    value (noise on a busy machine) is clipped to 0. Returns ``(alpha, beta)``.
+    With the medians t_s, t_l of ``repeat`` trips of the smallest and largest size,
+    β = (t_l − t_s) / 2(b_l − b_s) and α = t_s/2 − β·b_s. (A least-squares line through
+    several sizes is dominated by the large messages, and its intercept, α, drowns in their
+    noise.) A negative value, noise on a busy machine, is clipped to 0. Returns ``(alpha, beta)``.
     """
-    sizes = [validation.integer("sizes", s, minimum=8) for s in sizes]
-    if len(set(sizes)) < 2:
+    sizes = sorted(validation.integer("sizes", s, minimum=8) for s in sizes)
+    if sizes[0] == sizes[-1]:
         raise ValueError(f"sizes: expected at least two different sizes, got {sizes}")
     repeat = validation.positive_int("repeat", repeat)
     one_way = []
@@ -143,8 +146,8 @@ def measure_messages(engine, sizes=(8, 1 << 16, 1 << 18, 1 << 20), repeat: int =
             engine.gather([engine.submit(0, tasks.echo, payload)])
             trips.append(time.perf_counter() - start)
         one_way.append(np.median(trips) / 2)
-    beta, alpha = np.polyfit(np.asarray(sizes, dtype=float), np.asarray(one_way), 1)
-    return max(float(alpha), 0.0), max(float(beta), 0.0)
+    beta = max((one_way[-1] - one_way[0]) / (sizes[-1] - sizes[0]), 0.0)
+    return max(float(one_way[0] - beta * sizes[0]), 0.0), float(beta)
 
 
 def calibrate(engine, X: np.ndarray, y: np.ndarray, *, repeat: int = 7) -> CostModel:

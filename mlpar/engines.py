@@ -191,13 +191,16 @@ _WORKER_STORE: dict = {}
 _BLAS_LIMIT = []
 
 
-def _init_worker(store: dict) -> None:
-    """Runs once in each worker process: keep its data; one BLAS thread (one core per worker)."""
+def _init_worker() -> None:
+    """Runs once in each worker process: one BLAS thread, as each worker has one core."""
     from threadpoolctl import threadpool_limits
 
-    _WORKER_STORE.clear()
-    _WORKER_STORE.update(store)
     _BLAS_LIMIT.append(threadpool_limits(limits=1))
+
+
+def _store(key: int, value) -> None:
+    """Runs on a worker: keep ``value`` in this process for later tasks (see ``Ref``)."""
+    _WORKER_STORE[key] = value
 
 
 def _run_task(func, args):
@@ -211,7 +214,6 @@ class ProcessEngine(Engine):
 
     def __init__(self, n_workers: int):
         super().__init__(n_workers)
-        self._stores: list[dict] = [{} for _ in range(self.n_workers)]
         self._pools: list[ProcessPoolExecutor | None] = [None] * self.n_workers
         self._keys = 0
 
@@ -223,17 +225,14 @@ class ProcessEngine(Engine):
                 max_workers=1,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_init_worker,
-                initargs=(self._stores[worker],),
             )
         return self._pools[worker]
 
     def _put(self, worker, value):
+        # Worker i is a pool of exactly one process, so this task runs where later tasks will.
         ref = Ref(self._keys)
         self._keys += 1
-        self._stores[worker][ref.key] = value
-        if self._pools[worker] is not None:  # data travels at start-up: restart with the new data
-            self._pools[worker].shutdown(wait=True)
-            self._pools[worker] = None
+        self._pool(worker).submit(_store, ref.key, value).result()
         return ref
 
     def start(self) -> ProcessEngine:

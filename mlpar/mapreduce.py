@@ -100,7 +100,7 @@ def gradient_descent(
     X,
     y,
     *,
-    n_workers: int = 2,
+    n_workers: int | None = None,
     engine="simulated",
     lr: float = 0.5,
     n_iter: int = 50,
@@ -111,12 +111,15 @@ def gradient_descent(
     """Parallel gradient descent by MapReduce rounds; same weights on every engine.
 
     ``engine`` is a name ('simulated', 'processes', 'dask') or an open ``Engine`` (reused,
-    not closed: start a Dask cluster once for several runs). ``cost`` prices the simulated
+    not closed: start a Dask cluster once for several runs); ``n_workers`` defaults to 2 with
+    a name and to the engine's own count with an engine. ``cost`` prices the simulated
     engine; ``message_bytes`` pretends each message is that big (a larger model) there.
     """
     X, y = _check_data(X, y)
     lr = validation.positive("lr", lr)
     n_iter = validation.positive_int("n_iter", n_iter)
+    if isinstance(engine, str) and n_workers is None:
+        n_workers = 2
     options = {"cost": cost} if engine == "simulated" else {}
     if engine == "dask":
         options["address"] = address
@@ -148,3 +151,47 @@ def gradient_descent(
             w, np.array(losses), np.array(times), eng.name, eng.n_workers,
             cluster.breakdown() if cluster is not None else None, cluster,
         )
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A real engine's measured time per iteration beside the calibrated model's prediction."""
+
+    engine: str
+    n_workers: int
+    measured: float
+    predicted: float
+    cost: CostModel
+
+    @property
+    def ratio(self) -> float:
+        """measured / predicted: 1 is a perfect model, 2 means reality is twice as slow."""
+        return self.measured / self.predicted
+
+    def __repr__(self) -> str:
+        return (
+            f"Prediction({self.engine} ×{self.n_workers}: measured {self.measured * 1e3:.3g} ms, "
+            f"model {self.predicted * 1e3:.3g} ms per iteration, ratio {self.ratio:.2f})"
+        )
+
+
+def measure_and_predict(engine, X, y, *, n_iter: int = 20, repeat: int = 7) -> Prediction:
+    """Calibrate a ``CostModel`` on a real ``engine``, then time MapReduce rounds on it.
+
+    The prediction is the simulated engine's time per iteration with that model and the same
+    data and worker count. Calibration never times a gradient task through the engine (α, β
+    come from echo round trips, the compute from a local timing), so agreement is a test of
+    the model, not a fit to the answer.
+    """
+    from .cost_model import calibrate
+
+    X, y = _check_data(X, y)
+    n_iter = validation.positive_int("n_iter", n_iter)
+    engine.start()
+    cost = calibrate(engine, X, y, repeat=repeat)
+    gradient_descent(X, y, engine=engine, n_iter=2)  # warm-up: first tasks, first transfers
+    # Median of three runs: one run on a shared machine can be hit by another program.
+    runs = [gradient_descent(X, y, engine=engine, n_iter=n_iter) for _ in range(3)]
+    measured = float(np.median([r.time_per_iteration for r in runs]))
+    simulated = gradient_descent(X, y, n_workers=engine.n_workers, n_iter=2, cost=cost)
+    return Prediction(engine.name, engine.n_workers, measured, simulated.time_per_iteration, cost)
