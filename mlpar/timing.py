@@ -172,15 +172,15 @@ class SpeedupTable:
 
     def __repr__(self) -> str:
         header = f"{'variant':<22}{'best':>11}{'median':>11}{'GB/s':>9}{'GFLOP/s':>9}{'compile':>10}"
-        header += f"{'× ' + self.baseline:>14}"
-        lines = [header, "-" * len(header)]
+        header += f"{'speedup':>10}"
+        lines = [f"speedup = time of {self.baseline!r} / time of the variant", header, "-" * len(header)]
         for row, t in zip(self.rows(), self.timings):
             gbps = "" if t.gbps is None else f"{t.gbps:.2f}"
             gflops = "" if t.gflops is None else f"{t.gflops:.2f}"
             comp = "" if t.compile_time is None else format_seconds(t.compile_time)
             lines.append(
                 f"{t.name:<22}{format_seconds(t.best):>11}{format_seconds(t.median):>11}"
-                f"{gbps:>9}{gflops:>9}{comp:>10}{row['speedup']:>13.3g}×"
+                f"{gbps:>9}{gflops:>9}{comp:>10}{row['speedup']:>9.3g}×"
             )
         return "\n".join(lines)
 

@@ -1,0 +1,1 @@
+"""Benchmark families, one module each; run them with ``python -m mlpar.bench``."""

@@ -1,0 +1,169 @@
+"""The elementwise product z = x · y, from a Python loop to SIMD and threads.
+
+Every variant computes ``out[i] = x[i] * y[i]`` for float64 vectors of length n. Per element it
+reads 16 bytes, writes 8 and does 1 flop: an arithmetic intensity of 1/24 flop/byte, far below
+any machine's ridge point, so once the loop is compiled the memory system sets the speed.
+
+Variants, slowest to fastest in principle:
+
+* ``product_loop``: the interpreter runs one bytecode loop per element (boxing floats).
+* ``product_broadcast``: numpy's compiled loop; ``out=`` avoids allocating a result.
+* ``product_scalar``: compiled by numba with LLVM's vectorizers *switched off*: one ``vmulsd``
+  (scalar multiply) per element. It exists to show what SIMD adds.
+* ``product_simd``: the same loop compiled normally; LLVM turns it into packed ``vmulpd``
+  instructions on 2-8 doubles at once.
+* ``product_parallel``: ``prange`` splits the index range into one chunk per thread.
+
+``horner`` is the contrast: a degree-d polynomial per element, 2d flops per 16 bytes, which is
+compute-bound and so *does* scale with threads.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from . import threads, validation  # noqa: F401  (threads: selects numba's thread-safe layer)
+
+
+def _check_pair(x, y, out=None) -> np.ndarray:
+    validation.array("x", x, ndim=1, dtype=np.float64)
+    validation.array("y", y, ndim=1, dtype=np.float64)
+    validation.same_shape("x", x, "y", y)
+    if out is None:
+        return np.empty_like(x)
+    validation.array("out", out, ndim=1, dtype=np.float64)
+    validation.same_shape("x", x, "out", out)
+    return out
+
+
+def product_loop(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Seed 000's loop, element by element in the interpreter."""
+    out = _check_pair(x, y)
+    for i in range(len(x)):
+        out[i] = x[i] * y[i]
+    return out
+
+
+def product_broadcast(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """numpy's ufunc: one compiled, vectorized loop; pass ``out`` to skip the allocation."""
+    out = _check_pair(x, y, out)
+    return np.multiply(x, y, out=out)
+
+
+def _product_body(x, y, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] * y[i]
+
+
+_SIGNATURE = "void(float64[::1], float64[::1], float64[::1])"
+
+
+def without_simd(pyfunc, signature: str):
+    """Compile ``pyfunc`` with LLVM's loop and SLP vectorizers off (scalar instructions only).
+
+    numba reads these two settings when it optimises a function, so they are switched off for
+    this one eager compilation and restored at once.
+    """
+    saved = numba.config.LOOP_VECTORIZE, numba.config.SLP_VECTORIZE
+    numba.config.LOOP_VECTORIZE, numba.config.SLP_VECTORIZE = 0, 0
+    try:
+        return njit(signature)(pyfunc)
+    finally:
+        numba.config.LOOP_VECTORIZE, numba.config.SLP_VECTORIZE = saved
+
+
+_scalar_kernel = without_simd(_product_body, _SIGNATURE)
+_simd_kernel = njit(_product_body)
+
+
+@njit(parallel=True)
+def _parallel_kernel(x, y, out):
+    # prange hands each thread one contiguous chunk; inside a chunk LLVM still emits SIMD.
+    for i in prange(x.shape[0]):
+        out[i] = x[i] * y[i]
+
+
+def product_scalar(x, y, out=None):
+    """Compiled loop, scalar instructions (vectorizers off)."""
+    out = _check_pair(x, y, out)
+    _scalar_kernel(x, y, out)
+    return out
+
+
+def product_simd(x, y, out=None):
+    """Compiled loop, auto-vectorized by LLVM (packed SIMD instructions)."""
+    out = _check_pair(x, y, out)
+    _simd_kernel(x, y, out)
+    return out
+
+
+def product_parallel(x, y, out=None):
+    """Compiled, vectorized and split over numba's threads with ``prange``."""
+    out = _check_pair(x, y, out)
+    _parallel_kernel(x, y, out)
+    return out
+
+
+def multiply_instructions(kernel: str = "simd") -> list[str]:
+    """The multiply instructions in a compiled variant's assembly ('scalar' or 'simd').
+
+    ``mulsd`` multiplies one double ("scalar double"), ``mulpd`` several ("packed double");
+    ``xmm`` registers hold 2 doubles, ``ymm`` 4 and ``zmm`` 8.
+    """
+    validation.choice("kernel", kernel, ("scalar", "simd"))
+    dispatcher = _scalar_kernel if kernel == "scalar" else _simd_kernel
+    if not dispatcher.signatures:
+        n = 8
+        dispatcher(np.ones(n), np.ones(n), np.empty(n))
+    asm = "\n".join(dispatcher.inspect_asm().values())
+    found = re.findall(r"\b(v?mul[sp]d)\b[^\n]*?%([xyz]mm)", asm)
+    return sorted({f"{op} {register}" for op, register in found})
+
+
+# --- the compute-bound contrast ------------------------------------------------------------
+
+@njit(parallel=True, fastmath=True)
+def _horner_kernel(x, coefficients, out):
+    d = coefficients.shape[0]
+    for i in prange(x.shape[0]):
+        acc = coefficients[0]
+        v = x[i]
+        for k in range(1, d):
+            acc = acc * v + coefficients[k]
+        out[i] = acc
+
+
+def horner(x: np.ndarray, coefficients: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Evaluate the polynomial with ``coefficients`` (highest power first) at every ``x[i]``.
+
+    2·(d-1) flops per element for d coefficients, 16 bytes moved: intensity (d-1)/8 flop/byte.
+    Parallel strategy: ``prange`` over elements, a Horner chain per element; fastmath lets LLVM
+    interleave several elements' chains in SIMD registers.
+    """
+    validation.array("x", x, ndim=1, dtype=np.float64)
+    validation.array("coefficients", coefficients, ndim=1, dtype=np.float64, min_size=1)
+    if out is None:
+        out = np.empty_like(x)
+    else:
+        validation.array("out", out, ndim=1, dtype=np.float64)
+        validation.same_shape("x", x, "out", out)
+    _horner_kernel(x, coefficients, out)
+    return out
+
+
+def horner_flops(n: int, degree: int) -> int:
+    """Floating-point operations of ``horner`` on n points for a degree-``degree`` polynomial."""
+    validation.positive_int("n", n)
+    validation.positive_int("degree", degree)
+    return 2 * degree * n
+
+
+def random_vectors(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two float64 vectors of length ``n`` with values in [0.5, 1.5), reproducible by ``seed``."""
+    n = validation.positive_int("n", n)
+    rng = np.random.default_rng(validation.seed("seed", seed))
+    return rng.random(n) + 0.5, rng.random(n) + 0.5
