@@ -55,18 +55,20 @@ def run(quick: bool = False) -> dict:
 def report(figures: dict) -> str:
     lines = [
         f"MapReduce gradient descent, {figures['n_samples']} samples, {figures['n_iter']} iterations",
-        f"{'engine':<11}{'workers':>8}{'measured':>12}{'predicted':>12}{'ratio':>8}  within {TARGET_RATIO:g}×",
+        f"{'engine':<11}{'workers':>8}{'measured':>12}{'predicted':>12}{'ratio':>8}"
+        f"  within {TARGET_RATIO:g}×",
     ]
     for r in figures["rows"]:
         ok = 1 / TARGET_RATIO <= r["ratio"] <= TARGET_RATIO
         lines.append(
-            f"{r['engine']:<11}{r['workers']:>8}{r['measured_s'] * 1e3:>9.3g} ms{r['predicted_s'] * 1e3:>9.3g} ms"
-            f"{r['ratio']:>8.2f}  {'yes' if ok else 'NO'}"
+            f"{r['engine']:<11}{r['workers']:>8}{r['measured_s'] * 1e3:>9.3g} ms"
+            f"{r['predicted_s'] * 1e3:>9.3g} ms{r['ratio']:>8.2f}  {'yes' if ok else 'NO'}"
         )
     for r in figures["rows"]:
         lines.append(
             f"  calibrated on {r['engine']} ×{r['workers']}: α = {r['alpha_s'] * 1e6:.3g} µs, "
-            f"β = {r['beta_s_per_byte'] * 1e9:.3g} ns/B, compute = {r['per_sample_s'] * 1e9:.3g} ns/sample"
+            f"β = {r['beta_s_per_byte'] * 1e9:.3g} ns/B, "
+            f"compute = {r['per_sample_s'] * 1e9:.3g} ns/sample"
         )
     ok = figures["sim_wall_s"] < TARGET_SIM_SECONDS
     lines.append(
