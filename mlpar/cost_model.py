@@ -80,9 +80,11 @@ class CostModel:
         return replace(self, **changes)
 
     def __repr__(self) -> str:
+        from .timing import format_seconds
+
         text = (
-            f"CostModel(α={self.alpha * 1e6:.3g} µs, β={self.beta * 1e9:.3g} ns/B "
-            f"(≈{_bandwidth(self.beta)}), compute={self.per_sample * 1e9:.3g} ns/sample"
+            f"CostModel(α={format_seconds(self.alpha)}, β={self.beta * 1e9:.3g} ns/B "
+            f"(≈{_bandwidth(self.beta)}), compute={format_seconds(self.per_sample)}/sample"
         )
         if self.straggler is not None and self.slowdown != 1.0:
             text += f", worker {self.straggler} ×{self.slowdown:g}"

@@ -192,5 +192,6 @@ class SimulatedCluster:
         if until is not None:
             ax.set_xlim(0, until)
         handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
-        ax.legend(handles, ["computation", "communication"], loc="upper right", fontsize=8)
+        ax.legend(handles, ["computation", "communication"], loc="upper left",
+                  bbox_to_anchor=(1.0, 1.0), fontsize=8)
         return ax
