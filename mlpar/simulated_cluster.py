@@ -17,6 +17,11 @@ link, both resources that do one thing at a time:
 insertion, so ties resolve the same way on every run). Algorithms reserve resources when an
 event happens, in time order, which keeps each link first-come first-served.
 
+Other schedules use the same four calls directly: a peer-to-peer (gossip) round is
+``send(i, j, ...)`` between neighbouring workers then ``compute`` of the average; a pipeline
+stage is ``compute`` on stage k followed by ``send(k, k + 1, activation bytes)``. The client–
+server engines in ``mlpar.engines`` are one such schedule, built on top.
+
 Worked example (used by the tests): 3 workers, α + β·b = 1 s per message, compute 2, 2 and
 10 s (worker 2 is a straggler). Broadcast: workers receive w at 1, 2, 3. They finish at 3, 4,
 13 and reply over the server's link during [3, 4], [4, 5], [13, 14]: the round takes 14 s, the

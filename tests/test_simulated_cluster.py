@@ -117,3 +117,12 @@ def test_timeline_plot_and_breakdown_repr():
     matplotlib.pyplot.close("all")
     with pytest.raises(ValueError, match="record"):
         SimulatedCluster(2, record=False).plot_timeline()
+
+
+def test_peer_to_peer_messages_share_each_node_link():
+    # A ring exchange without the server, as a gossip round would do it: every node's one link
+    # carries its outgoing and its incoming message, so the three sends cannot all overlap.
+    c = SimulatedCluster(3, CostModel(alpha=1.0, beta=0.0))
+    arrivals = [c.send(i, (i + 1) % 3, 0, start=0.0) for i in range(3)]
+    assert arrivals == [1.0, 2.0, 3.0]
+    np.testing.assert_array_equal(c.breakdown().comm, [2, 2, 2, 0])
