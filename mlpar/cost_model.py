@@ -129,6 +129,7 @@ def measure_messages(engine, sizes=(8, 1 << 20), repeat: int = 7):
     """Measure α and β with round trips of a small and a large array through a real ``engine``.
 
     An echo task sends b bytes to worker 0 and gets b bytes back: round trip ≈ 2(α + β·b).
+    Like the algorithms' tasks, it refers to a small array placed on the worker beforehand.
     With the medians t_s, t_l of ``repeat`` trips of the smallest and largest size,
     β = (t_l − t_s) / 2(b_l − b_s) and α = t_s/2 − β·b_s. (A least-squares line through
     several sizes is dominated by the large messages, and its intercept, α, drowns in their
@@ -139,13 +140,14 @@ def measure_messages(engine, sizes=(8, 1 << 20), repeat: int = 7):
         raise ValueError(f"sizes: expected at least two different sizes, got {sizes}")
     repeat = validation.positive_int("repeat", repeat)
     one_way = []
+    resident = engine.put(0, np.zeros(1))
     for nbytes in sizes:
         payload = np.ones(nbytes // 8)
-        engine.gather([engine.submit(0, tasks.echo, payload)])  # warm-up for this size
+        engine.gather([engine.submit(0, tasks.echo, payload, resident)])  # warm-up for this size
         trips = []
         for _ in range(repeat):
             start = time.perf_counter()
-            engine.gather([engine.submit(0, tasks.echo, payload)])
+            engine.gather([engine.submit(0, tasks.echo, payload, resident)])
             trips.append(time.perf_counter() - start)
         one_way.append(np.median(trips) / 2)
     beta = max((one_way[-1] - one_way[0]) / (sizes[-1] - sizes[0]), 0.0)

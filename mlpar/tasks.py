@@ -29,8 +29,12 @@ def minibatch_gradient(
     return Xb.T @ (Xb @ w - yb) / len(rows)
 
 
-def echo(payload):
-    """Return the argument unchanged: a round trip that measures only the messages."""
+def echo(payload, *resident):
+    """Return ``payload`` unchanged: a round trip that measures only the messages.
+
+    ``resident``: references to data already on the worker, which the task depends on as a
+    real task depends on its shard (on Dask, a dependency adds scheduling work to every task).
+    """
     return payload
 
 
