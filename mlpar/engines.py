@@ -78,6 +78,7 @@ class Engine:
         self.n_workers = validation.positive_int("n_workers", n_workers)
         self._ids = 0
         self._pending: dict[Task, object] = {}
+        self._early: dict[Task, object] = {}  # came back during a gather that did not ask for them
         self._t0 = time.perf_counter()
 
     def _worker(self, worker) -> int:
@@ -102,6 +103,9 @@ class Engine:
 
     def wait_any(self):
         """Block until a task has come back; return ``(task, result)``."""
+        if self._early:
+            task = min(self._early, key=lambda t: t.id)
+            return task, self._early.pop(task)
         if not self._pending:
             raise RuntimeError("wait_any: no task is running; submit one first")
         return self._wait_any()
@@ -109,16 +113,20 @@ class Engine:
     def gather(self, tasks) -> list:
         """Results of ``tasks`` in the order given (waiting for all of them)."""
         tasks = list(tasks)
-        if not all(t in self._pending for t in tasks):
+        got = {t: self._early.pop(t) for t in tasks if t in self._early}
+        missing = [t for t in tasks if t not in got]
+        if not all(t in self._pending for t in missing):
             raise RuntimeError("gather: expected tasks that are running, got one already collected")
         if self._gather_futures is not None:  # real engines wait on their own futures directly
-            return self._gather_futures([self._pending.pop(t) for t in tasks])
-        got = {}
-        while any(t not in got for t in tasks):
-            task, result = self.wait_any()
-            got[task] = result
-        for task in set(got) - set(tasks):
-            raise RuntimeError(f"gather: task {task.id} came back but was not asked for")
+            results = self._gather_futures([self._pending.pop(t) for t in missing])
+            got.update(zip(missing, results, strict=True))
+        wanted = set(missing)
+        while wanted - set(got):
+            task, result = self._wait_any()
+            if task in wanted:
+                got[task] = result
+            else:  # another task finished first: keep it for a later wait_any
+                self._early[task] = result
         return [got[t] for t in tasks]
 
     def start(self):

@@ -47,3 +47,15 @@ def test_bad_input():
 def test_payload_bytes():
     assert payload_bytes((Ref(0), np.zeros(5), 1.5)) == 48
     assert payload_bytes(None) == 0
+
+
+def test_gather_keeps_other_results_for_wait_any():
+    from mlpar.cost_model import CostModel
+
+    eng = make_engine("simulated", 2, cost=CostModel(alpha=1.0, beta=0.0, per_sample=1.0))
+    slow = eng.submit(0, tasks.echo, "slow", samples=10, nbytes=0)
+    fast = eng.submit(1, tasks.echo, "fast", samples=1, nbytes=0)
+    assert eng.gather([slow]) == ["slow"]  # "fast" came back first, during this gather
+    assert eng.wait_any() == (fast, "fast")
+    with pytest.raises(RuntimeError, match="already collected"):
+        eng.gather([slow])
