@@ -12,6 +12,7 @@ predicted (target: within 2×); and the real time the simulator needs for a 256-
 
 from __future__ import annotations
 
+import os
 import time
 
 from .. import house_prices, mapreduce
@@ -26,6 +27,7 @@ def run(quick: bool = False) -> dict:
     n_samples = 100_000 if quick else 400_000
     n_iter = 10 if quick else 30
     X, y = house_prices.load(n_samples)
+    load_before = os.getloadavg()[0]  # other programs on the machine move these timings
     rows = []
     for label, make in (
         ("processes", lambda: ProcessEngine(1)),
@@ -39,6 +41,7 @@ def run(quick: bool = False) -> dict:
             "predicted_s": p.predicted, "ratio": p.ratio, "alpha_s": p.cost.alpha,
             "beta_s_per_byte": p.cost.beta, "per_sample_s": p.cost.per_sample,
         })
+    load_after = os.getloadavg()[0]
     # The simulator at scale, priced by the processes calibration plus a straggler and noise.
     base = rows[1]
     cost = CostModel(alpha=base["alpha_s"], beta=base["beta_s_per_byte"],
@@ -49,6 +52,7 @@ def run(quick: bool = False) -> dict:
     return {
         "n_samples": n_samples, "n_iter": n_iter, "rows": rows,
         "sim_workers": 256, "sim_wall_s": sim_wall, "sim_virtual_s_per_iter": sim.time_per_iteration,
+        "load_average": [load_before, load_after], "cores": os.cpu_count(),
     }
 
 
@@ -76,4 +80,7 @@ def report(figures: dict) -> str:
         f"(target < {TARGET_SIM_SECONDS:g} s: {'yes' if ok else 'NO'}), "
         f"{figures['sim_virtual_s_per_iter'] * 1e3:.3g} ms virtual per iteration"
     )
+    before, after = figures["load_average"]
+    lines.append(f"machine: {figures['cores']} cores, 1-minute load average {before:.1f} before and "
+                 f"{after:.1f} after the real runs (above the core count, timings are disturbed)")
     return "\n".join(lines)
