@@ -23,10 +23,13 @@ Two measures of how old a gradient is are recorded for every update:
 
 The process calling ``train`` is the server; the engine ('simulated', 'processes', 'dask')
 carries the messages, so the same code runs on a virtual clock or for real.
+``train_with_actors`` is the other classic layout, the one Ray uses: the server is an *actor*
+(an object living in a worker process) and each worker runs its own pull → compute → push loop.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -196,3 +199,83 @@ def serial_sgd(X, y, *, lr: float = 0.05, batch_size: int = 16, n_updates: int =
     for _ in range(validation.positive_int("n_updates", n_updates)):
         w = w - lr * tasks.minibatch_gradient(X, y, w, rng.integers(0, len(y), size=batch_size))
     return w
+
+
+# -- The same asynchronous server as an actor: the layout of Ray (and of Dask's actors) -------
+
+
+class ServerActor:
+    """The server as an object living in one Dask worker; every method call is a message.
+
+    An actor handles one call at a time, so ``push`` needs no lock: the order in which messages
+    arrive *is* the order of the updates. It also keeps the log a ``PSResult`` needs.
+    """
+
+    def __init__(self, n_features: int, lr: float, n_workers: int):
+        self.w, self.lr = np.zeros(n_features), lr
+        self.clock = np.zeros(n_workers, dtype=int)
+        self.pulled = np.zeros((n_workers, 2), dtype=int)  # (version, staleness) at each pull
+        self.log = {"w": [self.w], "time": [0.0], "worker": [], "staleness": [], "pulled": []}
+        self.start = time.perf_counter()
+
+    def pull(self, worker: int):
+        version = len(self.log["worker"])
+        self.pulled[worker] = version, self.clock[worker] - self.clock.min()
+        return self.w
+
+    def push(self, worker: int, g: np.ndarray) -> None:
+        self.w = self.w - self.lr * g
+        self.clock[worker] += 1
+        for key, value in (("worker", worker), ("pulled", self.pulled[worker, 0]),
+                           ("staleness", self.pulled[worker, 1]), ("w", self.w),
+                           ("time", time.perf_counter() - self.start)):
+            self.log[key].append(value)
+
+    def history(self) -> dict:
+        return self.log
+
+
+def _actor_worker(server, X, y, steps, seed, batch_size, worker):
+    """A worker's own loop: pull, compute, push, ``steps`` times (runs as one Dask task)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        w = server.pull(worker).result()
+        rows = rng.integers(0, len(y), size=batch_size)
+        server.push(worker, tasks.minibatch_gradient(X, y, w, rows)).result()
+    return steps
+
+
+def train_with_actors(X, y, *, n_workers: int = 2, lr: float = 0.05, batch_size: int = 16,
+                      n_updates: int = 400, seed: int = 0, address: str | None = None) -> PSResult:
+    """Asynchronous SGD with the server as a Dask actor and one long-running task per worker.
+
+    No per-step scheduling: after start-up, workers and server exchange messages directly.
+    Times are seconds since the actor started, on the actor's clock.
+    """
+    from .dask_cluster import dask_client
+
+    X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
+    y = validation.array("y", y, ndim=1, dtype=np.float64, finite=True)
+    validation.same_length("X", X, "y", y)
+    lr = validation.positive("lr", lr)
+    batch_size = validation.positive_int("batch_size", batch_size)
+    n_updates = validation.positive_int("n_updates", n_updates)
+    parts = shards(len(y), n_workers)  # validates n_workers
+    seeds = np.random.SeedSequence(validation.seed("seed", seed)).spawn(len(parts))
+    steps = [n_updates // len(parts) + (i < n_updates % len(parts)) for i in range(len(parts))]
+    with dask_client(address, n_workers=len(parts)) as client:
+        client.wait_for_workers(1 if address else len(parts), timeout=60)
+        hosts = sorted(client.scheduler_info()["workers"])
+        where = [[hosts[i % len(hosts)]] for i in range(len(parts))]
+        server = client.submit(ServerActor, X.shape[1], lr, len(parts), actor=True,
+                               workers=where[0]).result()
+        loops = [client.submit(_actor_worker, server, X[s], y[s], steps[i], seeds[i], batch_size, i,
+                               workers=where[i], pure=False) for i, s in enumerate(parts)]
+        client.gather(loops)
+        log = server.history().result()
+    pulled = np.array(log["pulled"])
+    return PSResult(
+        log["w"][-1], np.array([loss(X, y, w) for w in log["w"]]), np.array(log["time"]),
+        np.array(log["worker"]), np.array(log["staleness"]), np.arange(len(pulled)) - pulled,
+        pulled, "async", np.inf, "dask actors", len(parts),
+    )

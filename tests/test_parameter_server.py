@@ -113,3 +113,16 @@ def test_real_engines_run_the_same_server(engine_factory):  # noqa: F811
 def test_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         parameter_server.train(X, Y, **kwargs)
+
+
+def test_the_actor_server_on_dask():
+    from _engines import assert_no_new_children, children
+
+    before = children()
+    r = parameter_server.train_with_actors(X, Y, n_workers=2, n_updates=41, lr=0.05, seed=2)
+    assert_no_new_children(before)
+    assert len(r.workers) == 41 and np.bincount(r.workers).tolist() == [21, 20]
+    assert r.losses[-1] < r.losses[0] / 10
+    assert np.all(r.delay >= 0) and np.all(np.diff(r.times) >= 0)
+    with pytest.raises(ValueError, match="n_workers"):
+        parameter_server.train_with_actors(X, Y, n_workers=0)
