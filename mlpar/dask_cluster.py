@@ -39,13 +39,16 @@ def dask_client(
         return
     n_workers = validation.positive_int("n_workers", n_workers)
     threads_per_worker = validation.positive_int("threads_per_worker", threads_per_worker)
+    # In-process workers (processes=False) need the TCP protocol named explicitly to bind to
+    # 127.0.0.1. The dashboard gets a free port, so two clusters on one machine do not collide.
     with (
         LocalCluster(
             n_workers=n_workers,
             threads_per_worker=threads_per_worker,
             processes=processes,
             host="127.0.0.1",
-            dashboard_address=None,
+            protocol="tcp://",
+            dashboard_address="127.0.0.1:0",
             silence_logs=logging.ERROR,
         ) as cluster,
         Client(cluster) as client,

@@ -6,7 +6,8 @@ a threaded joblib backend, Dask's threaded workers) it aborts the whole process.
 ``threadsafe`` setting makes numba pick TBB or OpenMP, both of which tolerate concurrent
 calls. It must be set before the first parallel function *runs*, so every mlpar module that
 compiles ``parallel=True`` code imports this one first. A user who exports
-``NUMBA_THREADING_LAYER`` keeps their own choice.
+``NUMBA_THREADING_LAYER`` keeps their own choice; otherwise this module exports it, so that
+worker processes started later make the same choice.
 
 ``using_threads(n)`` changes numba's thread count for a block and restores it afterwards,
 so a lesson can time 1 and 2 threads without leaving global state behind.
@@ -22,6 +23,10 @@ import numba
 from . import validation
 
 if "NUMBA_THREADING_LAYER" not in os.environ:
+    # The environment variable, not only numba.config: numba reloads its configuration from the
+    # environment whenever a NUMBA_* variable changes (the CUDA simulator switch does), and
+    # worker processes (loky, Dask) inherit it.
+    os.environ["NUMBA_THREADING_LAYER"] = "threadsafe"
     numba.config.THREADING_LAYER = "threadsafe"
 
 

@@ -1,0 +1,149 @@
+"""Benchmark family "gpu": the lesson-10 kernels on a real GPU, or on numba's simulator.
+
+    python -m mlpar.bench gpu            # or, before mlpar.bench exists:
+    python -c "from mlpar.benchmarks import gpu as b; print(b.report(b.run()))"
+
+Figures: elementwise-product bandwidth as a share of the device's own copy bandwidth; tiled
+(and naive) matmul GFLOP/s next to cuBLAS through CuPy or PyTorch when one is installed; the
+time to copy inputs over and results back next to the kernel time. On a machine without a
+GPU everything runs on the simulator at small sizes and the report says that the figures are
+Python threads on the CPU, not GPU figures. numba picks its CUDA path once per process, so
+when this process already imported numba on an unusable path, ``run`` measures in a fresh
+Python process instead.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from .. import gpu, validation
+
+SIZES = {  # (elements of the product, matmul side, tile, dtype); the simulator needs tiny ones
+    ("gpu", False): (1 << 25, 2048, 16, "float32"),
+    ("gpu", True): (1 << 22, 512, 16, "float32"),
+    ("simulator", False): (2048, 16, 8, "float64"),
+    ("simulator", True): (512, 8, 4, "float64"),
+}
+
+
+def _cublas_gflops(a: np.ndarray, b: np.ndarray, repeat: int) -> tuple[str | None, float | None]:
+    """GFLOP/s of a @ b through cuBLAS, via CuPy or else PyTorch; (None, None) if neither."""
+    flops = 2 * a.shape[0] * a.shape[1] * b.shape[1]
+    try:
+        import cupy
+
+        da, db = cupy.asarray(a), cupy.asarray(b)
+        sync = cupy.cuda.Device().synchronize
+        matmul, name = cupy.matmul, "CuPy (cuBLAS)"
+    except Exception:  # CuPy missing or without a driver: try PyTorch
+        try:
+            import torch
+
+            if not torch.cuda.is_available():
+                return None, None
+            da, db = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+            sync, matmul, name = torch.cuda.synchronize, torch.matmul, "PyTorch (cuBLAS)"
+        except Exception:
+            return None, None
+    matmul(da, db)
+    sync()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        matmul(da, db)
+        sync()
+        best = min(best, time.perf_counter() - start)
+    return name, flops / best / 1e9
+
+
+def _measure(quick: bool) -> dict:
+    backend = gpu.choose_cuda_backend()
+    from .. import cuda_kernels as ck
+
+    n, side, tile, dtype = SIZES[(backend, bool(quick))]
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    a = rng.standard_normal((side, side)).astype(dtype)
+    b = rng.standard_normal((side, side)).astype(dtype)
+    repeat = 2 if backend == "simulator" else 10
+    info = gpu.device_info()
+    product = ck.time_product(x, y, threads_per_block=128 if backend == "gpu" else 64,
+                              repeat=repeat)
+    copy = ck.device_copy_gbps(3 * x.nbytes, repeat=repeat)
+    tiled = ck.time_matmul(a, b, tile=tile, repeat=repeat)
+    naive = ck.time_matmul(a, b, tile=tile, repeat=repeat, tiled=False)
+    blas_name, blas = (None, None) if backend == "simulator" else _cublas_gflops(a, b, repeat)
+    return {
+        "backend": backend,
+        "device": info.name,
+        "dtype": dtype,
+        "n": n,
+        "product_kernel_gbps": product.kernel_gbps,
+        "device_copy_gbps": copy,
+        "product_share_of_copy": product.kernel_gbps / copy,
+        "product_to_device_s": product.to_device_s,
+        "product_kernel_s": product.kernel_s,
+        "product_to_host_s": product.to_host_s,
+        "product_transfer_share": product.transfer_share,
+        "link_gbps": product.link_gbps,
+        "matmul_side": side,
+        "tile": tile,
+        "tiled_matmul_gflops": tiled.kernel_gflops,
+        "naive_matmul_gflops": naive.kernel_gflops,
+        "matmul_transfer_share": tiled.transfer_share,
+        "cublas_via": blas_name,
+        "cublas_gflops": blas,
+        "tiled_share_of_cublas": None if blas is None else tiled.kernel_gflops / blas,
+    }
+
+
+def run(quick: bool = False) -> dict:
+    """Measure the figures; in a fresh process if numba's CUDA path here is unusable."""
+    if not isinstance(quick, bool):
+        raise TypeError(f"quick: expected True or False, got {type(quick).__name__}")
+    try:
+        gpu.choose_cuda_backend()
+    except RuntimeError:
+        code = ("import json; from mlpar.benchmarks import gpu as b; "
+                f"print(json.dumps(b._measure({quick!r})))")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True, timeout=600)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    return _measure(quick)
+
+
+def report(figures: dict) -> str:
+    """The figures as lines of text, with the simulator caveat where it applies."""
+    if not isinstance(figures, dict):
+        raise TypeError(f"figures: expected the dict from run(), got {type(figures).__name__}")
+    validation.choice("figures['backend']", figures.get("backend"), ("gpu", "simulator"))
+    f = figures
+    lines = []
+    if f["backend"] == "simulator":
+        lines.append("numba CUDA SIMULATOR (no GPU here): every CUDA thread is a Python thread "
+                     "on the CPU; these are not GPU figures, only a check that the code runs.")
+    else:
+        lines.append(f"GPU: {f['device']}")
+    lines += [
+        f"elementwise product, n = {f['n']} {f['dtype']}: kernel {f['product_kernel_gbps']:.3g}"
+        f" GB/s = {100 * f['product_share_of_copy']:.3g} % of device copy "
+        f"{f['device_copy_gbps']:.3g} GB/s",
+        f"  to device {f['product_to_device_s'] * 1e3:.3g} ms, kernel "
+        f"{f['product_kernel_s'] * 1e3:.3g} ms, to host {f['product_to_host_s'] * 1e3:.3g} ms"
+        f" (copies {100 * f['product_transfer_share']:.3g} % of the total; link "
+        f"{f['link_gbps']:.3g} GB/s)",
+        f"matmul {f['matmul_side']}² {f['dtype']}: tiled (tile {f['tile']}) "
+        f"{f['tiled_matmul_gflops']:.3g} GFLOP/s, naive {f['naive_matmul_gflops']:.3g} "
+        f"GFLOP/s; copies {100 * f['matmul_transfer_share']:.3g} % of the tiled total",
+    ]
+    if f.get("cublas_gflops") is not None:
+        lines.append(f"  {f['cublas_via']}: {f['cublas_gflops']:.3g} GFLOP/s; tiled reaches "
+                     f"{100 * f['tiled_share_of_cublas']:.3g} % of it")
+    elif f["backend"] == "gpu":
+        lines.append("  cuBLAS: neither CuPy nor PyTorch with CUDA is installed")
+    return "\n".join(lines)
