@@ -1,0 +1,50 @@
+"""Shared test helpers: engines as a parametrized fixture that must leave no process behind."""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+import pytest
+
+from mlpar.engines import ENGINES, make_engine
+
+
+def children() -> set[int]:
+    """Child processes of this test run, apart from multiprocessing's resource tracker.
+
+    The tracker is started once per interpreter by any spawn-context pool and lives until the
+    interpreter exits by design; it is not a worker.
+    """
+    found = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "resource_tracker" not in " ".join(p.cmdline()):
+                found.add(p.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
+def assert_no_new_children(before: set[int], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while (left := children() - before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, f"processes left behind after closing the engine: {sorted(left)}"
+
+
+@pytest.fixture(params=ENGINES)
+def engine_factory(request):
+    """Call with n_workers to get an open engine; it is closed and checked after the test."""
+    before = children()
+    made = []
+
+    def factory(n_workers, **options):
+        eng = make_engine(request.param, n_workers, **options)
+        made.append(eng)
+        return eng
+
+    yield factory
+    for eng in made:
+        eng.close()
+    assert_no_new_children(before)
