@@ -339,7 +339,11 @@ def make_engine(engine: str, n_workers: int, *, cost: CostModel | None = None,
 
 @contextmanager
 def engine_scope(engine, n_workers: int | None = None, **options):
-    """Use an ``Engine`` as given (caller closes it), or make one from a name and close it."""
+    """Use an ``Engine`` as given (caller closes it), or make one from a name and close it.
+
+    A name gets ``n_workers`` workers (2 when None) and the ``options`` of ``make_engine``, which
+    uses ``cost`` only for 'simulated' and ``address`` only for 'dask'.
+    """
     if isinstance(engine, Engine):
         if n_workers is not None and n_workers != engine.n_workers:
             raise ValueError(
@@ -352,5 +356,5 @@ def engine_scope(engine, n_workers: int | None = None, **options):
             f"engine: expected an Engine or one of {ENGINES}, got {type(engine).__name__}"
         )
     validation.choice("engine", engine, ENGINES)
-    with make_engine(engine, 1 if n_workers is None else n_workers, **options) as made:
+    with make_engine(engine, 2 if n_workers is None else n_workers, **options) as made:
         yield made

@@ -118,12 +118,7 @@ def gradient_descent(
     X, y = _check_data(X, y)
     lr = validation.positive("lr", lr)
     n_iter = validation.positive_int("n_iter", n_iter)
-    if isinstance(engine, str) and n_workers is None:
-        n_workers = 2
-    options = {"cost": cost} if engine == "simulated" else {}
-    if engine == "dask":
-        options["address"] = address
-    with engine_scope(engine, n_workers, **options) as eng:
+    with engine_scope(engine, n_workers, cost=cost, address=address) as eng:
         parts = shards(len(y), eng.n_workers)
         # Each worker keeps its rows for the whole run; only w and gᵢ travel afterwards.
         data = [(eng.put(i, X[s]), eng.put(i, y[s])) for i, s in enumerate(parts)]

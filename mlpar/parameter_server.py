@@ -117,12 +117,7 @@ def train(
     batch_size = validation.positive_int("batch_size", batch_size)
     n_updates = validation.positive_int("n_updates", n_updates)
     seed = validation.seed("seed", seed)
-    if isinstance(engine, str) and n_workers is None:
-        n_workers = 2
-    options = {"cost": cost} if engine == "simulated" else {}
-    if engine == "dask":
-        options["address"] = address
-    with engine_scope(engine, n_workers, **options) as eng:
+    with engine_scope(engine, n_workers, cost=cost, address=address) as eng:
         m = eng.n_workers
         if mode == "sync" and n_updates % m:
             raise ValueError(f"n_updates: expected a multiple of the {m} workers for sync, got {n_updates}")
