@@ -84,7 +84,7 @@ class EnvironmentReport:
 
 
 def environment_report(measure_bandwidth: bool = True) -> EnvironmentReport:
-    """Collect the report; ``measure_bandwidth=False`` skips the ~1 s bandwidth probe."""
+    """Collect the report; ``measure_bandwidth=False`` skips the two bandwidth probes."""
     import numba
     import numpy as np
 

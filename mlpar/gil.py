@@ -160,8 +160,9 @@ def gil_table(
 ) -> GILTable:
     """Measure every work × engine pair on the same batch of ``n_tasks`` tasks.
 
-    ``n_numba`` is larger than ``n_python`` because compiled code runs the map ~100× faster;
-    choose both so that a task lasts tens of milliseconds, well above the pools' overheads.
+    ``n_numba`` is larger than ``n_python`` because compiled code needs far less time per
+    step; choose both so that a task lasts tens of milliseconds on your machine (the table
+    reports the seconds), well above the pools' overheads.
     Compilation and the process pool's start-up happen in a warm-up call that is not timed.
     """
     steps = {
