@@ -20,6 +20,7 @@ compute-bound and so *does* scale with threads.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numba
@@ -63,17 +64,30 @@ _SIGNATURE = "void(float64[::1], float64[::1], float64[::1])"
 
 
 def without_simd(pyfunc, signature: str):
-    """Compile ``pyfunc`` with LLVM's loop and SLP vectorizers off (scalar instructions only).
+    """``pyfunc`` compiled with LLVM's loop and SLP vectorizers off (scalar instructions only).
 
     numba reads these two settings when it optimises a function, so they are switched off for
-    this one eager compilation and restored at once.
+    one eager compilation and restored at once. The compilation happens on the first call, not
+    at import. A pending change to a ``NUMBA_*`` environment variable is applied first: numba
+    would otherwise reload its whole configuration in the middle of the compilation and switch
+    the vectorizers back on.
     """
-    saved = numba.config.LOOP_VECTORIZE, numba.config.SLP_VECTORIZE
-    numba.config.LOOP_VECTORIZE, numba.config.SLP_VECTORIZE = 0, 0
-    try:
-        return njit(signature)(pyfunc)
-    finally:
-        numba.config.LOOP_VECTORIZE, numba.config.SLP_VECTORIZE = saved
+
+    @functools.cache
+    def compiled():
+        numba.core.config.reload_config()
+        saved = numba.config.LOOP_VECTORIZE, numba.config.SLP_VECTORIZE
+        numba.config.LOOP_VECTORIZE, numba.config.SLP_VECTORIZE = 0, 0
+        try:
+            return njit(signature)(pyfunc)
+        finally:
+            numba.config.LOOP_VECTORIZE, numba.config.SLP_VECTORIZE = saved
+
+    def run(*args):
+        return compiled()(*args)
+
+    run.dispatcher = compiled
+    return run
 
 
 _scalar_kernel = without_simd(_product_body, _SIGNATURE)
@@ -115,7 +129,7 @@ def multiply_instructions(kernel: str = "simd") -> list[str]:
     ``xmm`` registers hold 2 doubles, ``ymm`` 4 and ``zmm`` 8.
     """
     validation.choice("kernel", kernel, ("scalar", "simd"))
-    dispatcher = _scalar_kernel if kernel == "scalar" else _simd_kernel
+    dispatcher = _scalar_kernel.dispatcher() if kernel == "scalar" else _simd_kernel
     if not dispatcher.signatures:
         n = 8
         dispatcher(np.ones(n), np.ones(n), np.empty(n))

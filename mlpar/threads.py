@@ -27,9 +27,7 @@ if "NUMBA_THREADING_LAYER" not in os.environ:
     # environment whenever a NUMBA_* variable changes (the CUDA simulator switch does), and
     # worker processes (loky, Dask) inherit it.
     os.environ["NUMBA_THREADING_LAYER"] = "threadsafe"
-    # Apply the change now: left pending, numba would reload its whole configuration at the
-    # next compilation and undo settings made in between (elementwise.without_simd makes one).
-    numba.core.config.reload_config()
+    numba.core.config.reload_config()  # apply it now rather than at the next compilation
 
 
 def max_threads() -> int:
