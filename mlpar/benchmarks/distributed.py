@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 
-from .. import house_prices, mapreduce
+from .. import environment, house_prices, mapreduce
 from ..cost_model import CostModel
 from ..engines import DaskEngine, ProcessEngine
 
@@ -52,7 +52,7 @@ def run(quick: bool = False) -> dict:
     return {
         "n_samples": n_samples, "n_iter": n_iter, "rows": rows,
         "sim_workers": 256, "sim_wall_s": sim_wall, "sim_virtual_s_per_iter": sim.time_per_iteration,
-        "load_average": [load_before, load_after], "cores": os.cpu_count(),
+        "load_average": [load_before, load_after], "cores": environment.usable_cores(),
     }
 
 
