@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import pickle
 import time
-import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -282,11 +281,7 @@ class DaskEngine(Engine):
 
         super().__init__(n_workers)
         self._scope = dask_client(address, n_workers=self.n_workers)
-        with warnings.catch_warnings():
-            # The scheduler's HTTP server falls back to a free port when another cluster on this
-            # machine holds 8787, and warns: harmless here, but it would land in the notebook.
-            warnings.filterwarnings("ignore", message="Port .* is already in use", category=UserWarning)
-            self.client = self._scope.__enter__()
+        self.client = self._scope.__enter__()
         try:
             self.client.wait_for_workers(1 if address else self.n_workers, timeout=60)
             addresses = sorted(self.client.scheduler_info()["workers"])
