@@ -5,7 +5,9 @@
 
 A family is a module ``mlpar/benchmarks/<family>.py`` with ``run(quick=False) -> dict`` and
 ``report(figures) -> str``. Benchmarks measure; they do not assert. Targets are printed next to
-the figures so a reader can see which ones this machine meets.
+the figures so a reader can see which ones this machine meets. A family may also define
+``failed(figures) -> bool``; the command then exits with 1 when it returns True (``claims``
+does this, so a script can tell that a lesson's claim did not hold here).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pkgutil
 import sys
 from pathlib import Path
 
-from . import benchmarks
+from mlpar import benchmarks
 
 
 def families() -> list[str]:
@@ -33,16 +35,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = families() if args.family == "all" else [args.family]
     results = {}
+    status = 0
     for name in names:
         module = importlib.import_module(f"{benchmarks.__name__}.{name}")
         figures = module.run(quick=args.quick)
         results[name] = figures
         print(f"== {name} ==")
         print(module.report(figures), flush=True)
+        if getattr(module, "failed", None) and module.failed(figures):
+            status = 1
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2, default=float) + "\n")
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import re
 import nbformat
 import pytest
 
-from mlpar import course
+from mlpar.course import lessons as course
 
 LESSONS = course.lesson_paths()
 EXACT_MARKERS = {"NBVAL_IGNORE_OUTPUT", "NBVAL_CHECK_OUTPUT", "NBVAL_SKIP", "NBVAL_RAISES_EXCEPTION"}
@@ -77,14 +77,15 @@ def test_frame(notebook):
     assert code_cells(nb)[0].source == course.COLAB_CELL, "the Colab set-up cell comes first"
     headings = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "markdown" and c.source]
     assert headings.index("## Exercises") < headings.index("## Key points"), lesson
-    assert headings[-2] == "## Key points", "Key points close the lesson, just before navigation"
+    assert headings[-3:-1] == ["## Key points", "## References"], (
+        "Key points, then the references the lesson draws on, close the lesson before navigation")
 
 
 def test_every_solution_has_a_check_cell(notebook):
     _, nb = notebook
     cells = nb.cells
     solutions = [i for i, c in enumerate(cells) if "# BEGIN SOLUTION" in c.source]
-    assert 2 <= len(solutions) <= 4, "2-4 graded exercises"
+    assert 3 <= len(solutions) <= 4, "3-4 graded exercises"
     for i in solutions:
         assert "# END SOLUTION" in cells[i].source
         nxt = cells[i + 1]

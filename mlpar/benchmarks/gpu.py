@@ -20,7 +20,8 @@ import sys
 
 import numpy as np
 
-from .. import gpu, timing, validation
+from mlpar.core import timing, validation
+from mlpar.gpu import backend as gpu
 
 SIZES = {  # (elements of the product, matmul side, tile, dtype); the simulator needs tiny ones
     ("gpu", False): (1 << 25, 2048, 16, "float32"),
@@ -56,8 +57,9 @@ def _cublas_gflops(a: np.ndarray, b: np.ndarray, repeat: int) -> tuple[str | Non
 
 
 def _measure(quick: bool) -> dict:
+    quick = validation.flag("quick", quick)
     backend = gpu.choose_cuda_backend()
-    from .. import cuda_kernels as ck
+    from mlpar.gpu import cuda_kernels as ck
 
     n, side, tile, dtype = SIZES[(backend, bool(quick))]
     rng = np.random.default_rng(0)
@@ -98,8 +100,7 @@ def _measure(quick: bool) -> dict:
 
 def run(quick: bool = False) -> dict:
     """Measure the figures; in a fresh process if numba's CUDA path here is unusable."""
-    if not isinstance(quick, bool):
-        raise TypeError(f"quick: expected True or False, got {type(quick).__name__}")
+    quick = validation.flag("quick", quick)
     try:
         gpu.choose_cuda_backend()
     except RuntimeError:

@@ -8,11 +8,14 @@ same runs. Run with ``python -m mlpar.bench hogwild``.
 
 from __future__ import annotations
 
-from ..hogwild import count_conflicts, run_sgd
-from ..sparse_data import make_sparse_problem, sparsity
+from mlpar.algorithms.sgd.conflicts import count_conflicts
+from mlpar.algorithms.sgd.hogwild import run_sgd
+from mlpar.algorithms.sgd.sparse_data import make_sparse_problem, sparsity
+from mlpar.core import validation
 
 
 def run(quick: bool = False) -> dict:
+    quick = validation.flag("quick", quick)
     n_samples, n_features = (20_000, 5_000) if quick else (100_000, 20_000)
     density = 0.001 if not quick else 0.004  # about 20 nonzeros per sample either way
     epochs, repeats = (3, 2) if quick else (5, 3)

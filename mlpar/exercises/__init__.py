@@ -1,9 +1,11 @@
-"""Checks for the graded exercises, one module per lesson topic.
+"""Checks for the graded exercises, one module per lesson (``lNN_<lesson>.py``).
 
 A check calls the student's function on fresh inputs, compares with a reference, and either
-prints one short pass line or raises ``AssertionError`` saying what is wrong and, where it can,
-what to look at. A solution that still raises ``NotImplementedError`` (the student edition's
-placeholder) fails with "not done yet" rather than a traceback into the check itself.
+prints one short pass line or raises ``AssertionError`` naming the exercise, the case and what
+was wrong (got vs expected, and a likely cause where one is common: a missing 1/n, transposed
+shapes). A check never crashes on a half-written answer: ``None`` (the student edition's
+placeholder returns nothing), a list, the wrong shape or dtype, NaN, or an exception raised
+inside the student's function all end in that same ``AssertionError``.
 """
 
 from __future__ import annotations
@@ -13,8 +15,21 @@ from collections.abc import Callable
 import numpy as np
 
 
+def fmt(value) -> str:
+    """A number or array as a student reads it: ``0.25``, not ``np.float64(0.25)``."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.6g}"
+    if isinstance(value, np.ndarray):
+        return np.array2string(value, precision=6, threshold=8, separator=", ")
+    return repr(value)
+
+
 def call(exercise: str, func: Callable, *args, **kwargs):
-    """Call the student's function; turn the unfinished placeholder into a clear failure."""
+    """Call the student's function; any failure inside it becomes a clear ``AssertionError``."""
     if not callable(func):
         raise AssertionError(f"{exercise}: expected a function, got {type(func).__name__}")
     try:
@@ -23,21 +38,69 @@ def call(exercise: str, func: Callable, *args, **kwargs):
         raise AssertionError(
             f"{exercise}: not done yet; replace `raise NotImplementedError` with your solution"
         ) from None
-
-
-def expect_close(exercise: str, got, expected, *, what: str, rtol=1e-7, atol=0.0) -> None:
-    """Fail unless ``got`` matches ``expected`` in shape and values."""
-    got = np.asarray(got)
-    expected = np.asarray(expected)
-    if got.shape != expected.shape:
-        raise AssertionError(f"{exercise}: {what} has shape {got.shape}, expected {expected.shape}")
-    if not np.allclose(got, expected, rtol=rtol, atol=atol, equal_nan=False):
-        bad = np.argwhere(~np.isclose(got, expected, rtol=rtol, atol=atol))
-        first = tuple(int(i) for i in bad[0]) if bad.size else ()
+    except AssertionError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (any bug in the student's code is reported, not raised)
         raise AssertionError(
-            f"{exercise}: {what} differs from the reference in {len(bad)} place(s); "
-            f"first at index {first}: got {got[first]!r}, expected {expected[first]!r}"
-        )
+            f"{exercise}: your function raised {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def as_array(exercise: str, got, *, what: str, shape=None, ndim=None, finite: bool = True) -> np.ndarray:
+    """``got`` as a float array, or an ``AssertionError`` saying why it cannot be one."""
+    if got is None:
+        raise AssertionError(f"{exercise}: {what} is None; did the function forget to `return`?")
+    try:
+        arr = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        raise AssertionError(
+            f"{exercise}: {what} should be numbers, got {type(got).__name__}") from None
+    if ndim is not None and arr.ndim != ndim:
+        raise AssertionError(f"{exercise}: {what} should be {ndim}-D, got shape {arr.shape}")
+    if shape is not None and arr.shape != tuple(shape):
+        hint = ""
+        if arr.ndim == 2 and arr.shape == tuple(shape)[::-1]:
+            hint = " (transposed?)"
+        raise AssertionError(
+            f"{exercise}: {what} has shape {arr.shape}, expected {tuple(shape)}{hint}")
+    if finite and not np.all(np.isfinite(arr)):
+        raise AssertionError(f"{exercise}: {what} contains NaN or infinity")
+    return arr
+
+
+def expect_close(exercise: str, got, expected, *, what: str, rtol=1e-7, atol=0.0,
+                 n: int | None = None) -> None:
+    """Fail unless ``got`` matches ``expected`` in shape and values.
+
+    ``n``: the number of samples or workers in the case; a result off by exactly that factor
+    is reported as "looks like a missing 1/n" (or an extra one).
+    """
+    expected = np.asarray(expected, dtype=float)
+    # NaN is not rejected up front: where it appears, the mismatch report below points at it
+    got = as_array(exercise, got, what=what, shape=expected.shape, finite=False)
+    if np.allclose(got, expected, rtol=rtol, atol=atol):
+        return
+    hint = ""
+    if n and n > 1:
+        if np.allclose(got, expected * n, rtol=rtol, atol=atol):
+            hint = f"; it is {n}× too large: looks like a missing 1/n"
+        elif np.allclose(got * n, expected, rtol=rtol, atol=atol):
+            hint = f"; it is {n}× too small: looks like an extra 1/n"
+    if expected.ndim == 0:
+        raise AssertionError(
+            f"{exercise}: {what} is {fmt(float(got))}, expected {fmt(float(expected))}{hint}")
+    bad = np.argwhere(~np.isclose(got, expected, rtol=rtol, atol=atol))
+    first = tuple(int(i) for i in bad[0])
+    raise AssertionError(
+        f"{exercise}: {what} differs from the reference in {len(bad)} place(s); "
+        f"first at index {first}: got {fmt(got[first])}, expected {fmt(expected[first])}{hint}"
+    )
+
+
+def expect(exercise: str, condition: bool, message: str) -> None:
+    """Fail with ``exercise: message`` unless ``condition`` holds."""
+    if not condition:
+        raise AssertionError(f"{exercise}: {message}")
 
 
 def passed(exercise: str, detail: str = "") -> None:

@@ -1,0 +1,298 @@
+"""Gossip and ring all-reduce for real: Dask actors that send their vectors to each other.
+
+Every node is an actor (an object living in a Dask worker process) holding its shard, its
+model and handles to its neighbours' actors. In a round, node i computes its half-step,
+serializes it once and calls ``deliver`` on each out-neighbour's actor: the bytes go from
+worker to worker, never through the client or the scheduler. The client only starts rounds
+(one call per node) and collects small summaries.
+
+Bytes are counted where they are sent: each node adds up the length of every serialized
+payload it hands to a neighbour (``pickle`` protocol 5 of a float64 array: 8 bytes per number
+plus a constant header, ``PICKLE_OVERHEAD``), and separately the array data alone. Dask adds
+its own envelope to each call (method name, actor key, framing), a constant per message that
+is not counted here.
+
+    >>> with dask_client(n_workers=4) as client, gossip_nodes(client, X, y, W) as nodes:
+    ...     run = gossip_rounds(nodes, n_rounds=20, lr=0.1)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import pickle
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from mlpar.algorithms.distributed import gossip, topologies
+from mlpar.core import splits, validation
+
+PICKLE_OVERHEAD = len(pickle.dumps(np.zeros(1), protocol=5)) - 8  # header bytes per array sent
+
+
+class GossipNode:
+    """One peer: a shard, a model, neighbours' handles, and a mailbox for their messages."""
+
+    def __init__(self, index: int, n_nodes: int, X: np.ndarray, y: np.ndarray, scale: float):
+        self.index, self.n_nodes = index, n_nodes
+        self.X, self.y, self.scale = X, y, scale  # scale = n/N: mean of local gradients = ∇f
+        self.model = np.zeros(X.shape[1])
+        self.peers, self.out, self.weights = {}, [], {}
+        self.boxes: dict = {}
+        self.data_bytes = self.wire_bytes = self.messages = 0
+
+    def connect(self, peers: dict, out: list, weights: dict) -> int:
+        """``peers``: node → actor handle; ``out``: whom to send to; ``weights``: W_ij by j."""
+        self.peers, self.out, self.weights = peers, list(out), dict(weights)
+        return len(self.peers)
+
+    def _box(self, key):
+        if key not in self.boxes:
+            self.boxes[key] = asyncio.get_running_loop().create_future()
+        return self.boxes[key]
+
+    async def deliver(self, key, blob: bytes) -> None:
+        """Called by a neighbour: its message for ``key`` = (tag, step, sender) has arrived."""
+        self._box(key).set_result(blob)
+
+    async def _take(self, key) -> np.ndarray:
+        blob = await self._box(key)
+        del self.boxes[key]
+        return pickle.loads(blob)
+
+    async def _send(self, dst: int, key, value: np.ndarray) -> None:
+        blob = pickle.dumps(np.ascontiguousarray(value), protocol=5)
+        self.data_bytes += value.nbytes
+        self.wire_bytes += len(blob)
+        self.messages += 1
+        await self.peers[dst].deliver(key, blob)
+
+    async def gossip_round(self, t: int, lr: float) -> dict:
+        """x_i ← Σ_j W_ij (x_j − η g_j): step, send to out-neighbours, average what came in."""
+        residual = self.X @ self.model - self.y
+        half = self.model - lr * self.scale * (self.X.T @ residual)
+        await asyncio.gather(*(self._send(j, ("gossip", t, self.index), half) for j in self.out))
+        incoming = {j: await self._take(("gossip", t, j)) for j in self.weights if j != self.index}
+        self.model = self.weights[self.index] * half
+        for j in sorted(incoming):
+            self.model = self.model + self.weights[j] * incoming[j]
+        return self.report()
+
+    async def allreduce(self, tag, vector: np.ndarray) -> np.ndarray:
+        """Ring all-reduce: n−1 reduce-scatter steps, n−1 all-gather steps, to the right."""
+        n, i = self.n_nodes, self.index
+        left, right = (i - 1) % n, (i + 1) % n
+        chunks = np.array_split(np.asarray(vector, dtype=np.float64).copy(), n)
+        for phase in ("reduce-scatter", "all-gather"):
+            for s in range(n - 1):
+                shift = 0 if phase == "reduce-scatter" else 1
+                mine, theirs = (i + shift - s) % n, (left + shift - s) % n
+                _, data = await asyncio.gather(self._send(right, (tag, phase, s, i), chunks[mine]),
+                                               self._take((tag, phase, s, left)))
+                chunks[theirs] = chunks[theirs] + data if phase == "reduce-scatter" else data
+        return np.concatenate(chunks) / n
+
+    async def via_root(self, tag, vector: np.ndarray) -> np.ndarray:
+        """Gather to node 0 and broadcast: node 0 sends (n−1)·M, the others M each."""
+        n = self.n_nodes
+        if self.index:
+            await self._send(0, (tag, "up", 0, self.index), vector)
+            return await self._take((tag, "down", 0, 0))
+        parts = [np.asarray(vector, dtype=np.float64)]
+        parts += [await self._take((tag, "up", 0, j)) for j in range(1, n)]
+        mean = np.sum(parts, axis=0) / n
+        await asyncio.gather(*(self._send(j, (tag, "down", 0, 0), mean) for j in range(1, n)))
+        return mean
+
+    async def ping(self, dst: int, nbytes: int, repeat: int) -> float:
+        """Median round trip of ``nbytes`` to node ``dst`` and back (actor to actor)."""
+        payload = np.ones(max(nbytes // 8, 1))
+        trips = []
+        for _ in range(repeat + 1):  # the first trip warms the connection up
+            start = time.perf_counter()
+            await self.peers[dst].echo(payload)
+            trips.append(time.perf_counter() - start)
+        return float(np.median(trips[1:]))
+
+    async def echo(self, payload):
+        return payload
+
+    def report(self) -> dict:
+        return {"model": self.model, "data_bytes": self.data_bytes, "wire_bytes": self.wire_bytes,
+                "messages": self.messages}
+
+
+def count_actors(dask_worker) -> int:
+    """Runs on a worker (``client.run``): how many actors it still holds."""
+    return len(dask_worker.state.actors)
+
+
+def actors_left(client) -> int:
+    """Actors alive on all workers of ``client``'s cluster."""
+    return sum(client.run(count_actors).values())
+
+
+@contextmanager
+def gossip_nodes(client, X, y, W, *, heterogeneous: bool = True, timeout: float = 20.0):
+    """Start one ``GossipNode`` actor per row of ``W`` (round-robin over the workers), wire
+    each to its neighbours, yield the handles; release them all on exit and wait until no
+    actor is left (``RuntimeError`` if one is)."""
+    W = topologies.check_mixing(W)
+    n = len(W)
+    X, y, parts = (gossip.heterogeneous_split(X, y, n) if heterogeneous
+                   else (X, y, splits.shards(len(y), n)))
+    workers = sorted(client.scheduler_info()["workers"])
+    futures = [client.submit(GossipNode, i, n, X[s], y[s], n / len(y), actor=True,
+                             workers=[workers[i % len(workers)]], pure=False)
+               for i, s in enumerate(parts)]
+    nodes = []
+    try:
+        nodes.extend(f.result() for f in futures)
+        wiring = []
+        for i in range(n):
+            inbound = {int(j): float(W[i, j]) for j in np.flatnonzero(W[i])}
+            outbound = [int(j) for j in np.flatnonzero(W[:, i]) if j != i]
+            ring = {(i - 1) % n, (i + 1) % n, 0} | (set(range(n)) if i == 0 else set())
+            peers = {j: nodes[j] for j in set(outbound) | ring if j != i}
+            wiring.append(nodes[i].connect(peers, outbound, inbound))
+        [w.result() for w in wiring]
+        yield nodes
+    finally:
+        # Drop every handle: the neighbours' (inside the actors), the caller's, the futures'.
+        [f.result() for f in [node.connect({}, [], {}) for node in nodes]]
+        nodes.clear()
+        client.cancel(futures, force=True)  # releases the keys even if a handle survives somewhere
+        futures.clear()
+        gc.collect()
+        deadline = time.monotonic() + timeout
+        while actors_left(client) and time.monotonic() < deadline:
+            client.run(gc.collect)  # handles that lived inside the actors sit in cycles there
+            time.sleep(0.05)
+        if actors_left(client):
+            raise RuntimeError(f"gossip_nodes: {actors_left(client)} actor(s) left after {timeout} s")
+
+
+@dataclass(frozen=True)
+class RealRun:
+    """A real gossip run: seconds per round (client's clock), models, bytes per node per round."""
+
+    round_times: np.ndarray  # (n_rounds,)
+    models: np.ndarray  # (n, d) at the end
+    data_bytes: np.ndarray  # (n,) per round: array data sent by each node
+    wire_bytes: np.ndarray  # (n,) per round: serialized bytes sent by each node
+    messages: np.ndarray  # (n,) per round
+
+    @property
+    def seconds_per_round(self) -> float:
+        """Median of the rounds after the first (the first opens the connections)."""
+        return float(np.median(self.round_times[1:] if len(self.round_times) > 1 else self.round_times))
+
+
+def gossip_rounds(nodes, *, n_rounds: int, lr: float) -> RealRun:
+    """Run ``n_rounds`` D-PSGD rounds on started nodes; the client only starts and collects."""
+    n_rounds = validation.positive_int("n_rounds", n_rounds)
+    lr = validation.positive("lr", lr)
+    before = [node.report().result() for node in nodes]
+    times = []
+    for t in range(n_rounds):
+        start = time.perf_counter()
+        reports = [f.result() for f in [node.gossip_round(t, lr) for node in nodes]]
+        times.append(time.perf_counter() - start)
+    per = {k: np.array([r[k] - b[k] for r, b in zip(reports, before, strict=True)]) / n_rounds
+           for k in ("data_bytes", "wire_bytes", "messages")}
+    return RealRun(np.array(times), np.array([r["model"] for r in reports]), per["data_bytes"],
+                   per["wire_bytes"], per["messages"])
+
+
+def allreduce(nodes, vectors, *, tag: str = "allreduce") -> tuple[list[np.ndarray], dict]:
+    """Ring all-reduce of ``vectors`` (one per node) on the actors: results and bytes per node."""
+    if len(vectors) != len(nodes):
+        raise ValueError(f"vectors: expected one per node ({len(nodes)}), got {len(vectors)}")
+    before = [node.report().result() for node in nodes]
+    results = [f.result() for f in [node.allreduce(tag, v) for node, v in zip(nodes, vectors)]]
+    after = [node.report().result() for node in nodes]
+    sent = {k: np.array([a[k] - b[k] for a, b in zip(after, before, strict=True)])
+            for k in ("data_bytes", "wire_bytes", "messages")}
+    return results, sent
+
+
+def calibrate_links(nodes, *, sizes=(8, 1 << 18), repeat: int = 9) -> tuple[float, float]:
+    """(α, β) of actor-to-actor messages, from node 0 ↔ node 1 round trips of two sizes.
+
+    Like ``cost_model.measure_messages``: one way = round trip / 2 = α + β·b.
+    """
+    if len(nodes) < 2:
+        raise ValueError(f"nodes: expected at least 2 nodes, got {len(nodes)}")
+    small, large = (nodes[0].ping(1, b, repeat).result() / 2 for b in sizes)
+    beta = max((large - small) / (sizes[1] - sizes[0]), 0.0)
+    return max(small - beta * sizes[0], 0.0), float(beta)
+
+
+def client_overhead(nodes, *, repeat: int = 9) -> float:
+    """Median seconds for the client to call every node once and collect the answers."""
+    trips = []
+    for _ in range(repeat + 1):
+        start = time.perf_counter()
+        [f.result() for f in [node.report() for node in nodes]]
+        trips.append(time.perf_counter() - start)
+    return float(np.median(trips[1:]))
+
+
+@dataclass(frozen=True)
+class RoundPrediction:
+    """Measured seconds per real gossip round beside the calibrated simulation's prediction."""
+
+    n_nodes: int
+    topology: str
+    measured: float
+    predicted: float
+    alpha: float
+    beta: float
+    client: float  # seconds for the client to start a round on every node and hear back
+    data_bytes: float  # per node per round, counted on the actors
+    wire_bytes: float
+
+    @property
+    def ratio(self) -> float:
+        """measured / predicted."""
+        return self.measured / self.predicted
+
+    def __repr__(self) -> str:
+        return (f"RoundPrediction({self.topology}, n={self.n_nodes}: measured "
+                f"{self.measured * 1e3:.3g} ms, predicted {self.predicted * 1e3:.3g} ms, ratio "
+                f"{self.ratio:.2f}; α = {self.alpha * 1e6:.3g} µs, β = {self.beta * 1e9:.3g} ns/B)")
+
+
+def measure_and_predict(client, X, y, topology: str = "ring", n_nodes: int = 4, *,
+                        n_rounds: int = 20, lr: float = 0.05) -> RoundPrediction:
+    """Real gossip rounds on ``n_nodes`` actors beside the prediction for the same round.
+
+    Calibration never times a gossip round: α, β come from actor-to-actor pings, the compute
+    from a local timing (``cost_model.measure_per_sample``), the client's part from no-op calls
+    to all nodes. Predicted round = client's part + the simulated round (``gossip.dpsgd`` on a
+    ``PeerNetwork`` priced with those figures).
+    """
+    from mlpar.cluster.cost_model import CostModel, measure_per_sample
+
+    W = (topologies.topology_matrix(topology, n_nodes) if topology != "ring" or n_nodes > 2
+         else np.full((2, 2), 0.5))
+    Xs, ys, parts = gossip.heterogeneous_split(X, y, n_nodes)
+    per_sample = measure_per_sample(Xs[parts[0]], ys[parts[0]])
+    with gossip_nodes(client, X, y, W) as nodes:
+        alpha, beta = calibrate_links(nodes)
+        overhead = client_overhead(nodes)
+        run = gossip_rounds(nodes, n_rounds=n_rounds, lr=lr)
+    cost = CostModel(alpha=alpha, beta=beta, per_sample=per_sample)
+    sim = gossip.dpsgd(X, y, W, lr=lr, n_rounds=3, cost=cost)
+    predicted = overhead + float(np.median(np.diff(sim.times)))
+    return RoundPrediction(n_nodes, topology, run.seconds_per_round, predicted, alpha, beta,
+                           overhead, float(run.data_bytes.mean()), float(run.wire_bytes.mean()))
+
+
+def gather_broadcast(nodes, vectors, *, tag: str = "server") -> list[np.ndarray]:
+    """A parameter server's round on the same actors: all send to node 0, which sends back."""
+    results = [f.result() for f in [node.via_root(tag, v) for node, v in zip(nodes, vectors)]]
+    return results

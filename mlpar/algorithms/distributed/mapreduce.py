@@ -1,0 +1,204 @@
+"""Data-parallel gradient descent as MapReduce rounds, on any engine (Dean & Ghemawat 2004).
+
+Least squares (``least_squares``): split the rows of X into m shards, one per worker; since
+Xᵀr = Σᵢ Xᵢᵀrᵢ, every round (``mapreduce_round``) is
+
+    broadcast  the server sends w to every worker                    (m messages of d floats)
+    map        worker i computes gᵢ = Xᵢᵀ(Xᵢw − yᵢ) on its own rows  (n/m samples each)
+    reduce     the server sums g = Σᵢ gᵢ                             (m messages back)
+    update     w ← w − η g / n
+
+which is *exactly* serial gradient descent, up to the order of floating-point additions. It
+is bulk synchronous: the update waits for the slowest worker. On the cost model's flat server
+a round takes about m(α + β·8d) + latency + per_sample·n/m + m(α + β·8d) + latency, so adding
+workers divides the computation but multiplies the messages through the server's one link.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mlpar.algorithms.distributed import least_squares
+from mlpar.algorithms.training import TrainingResult
+from mlpar.cluster.cost_model import CostModel
+from mlpar.cluster.engines import engine_scope, planned_workers
+from mlpar.cluster.simulated_cluster import Breakdown, SimulatedCluster
+from mlpar.core import limits, splits, validation
+
+loss = least_squares.loss  # kept under its old name: lessons call mapreduce.loss
+
+
+@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+class GDResult(TrainingResult):
+    """Weights, the loss before each update and after the last, and the clock at each."""
+
+    engine: str
+    n_workers: int
+    breakdown: Breakdown | None = None
+    cluster: SimulatedCluster | None = None
+
+    @property
+    def time_per_iteration(self) -> float:
+        return float((self.times[-1] - self.times[0]) / (len(self.times) - 1))
+
+    def __repr__(self) -> str:
+        return (
+            f"GDResult({self.engine}, {self.n_workers} workers, {self.n_updates} iterations, "
+            f"final loss {self.final_loss:.6g})"
+        )
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A worker's rows, already placed on it: references to Xᵢ and yᵢ, and how many rows."""
+
+    X: object
+    y: object
+    n_rows: int
+
+
+def place_shards(eng, X: np.ndarray, y: np.ndarray) -> list[Shard]:
+    """Split the rows into ``eng.n_workers`` contiguous shards and put shard i on worker i."""
+    parts = splits.shards(len(y), eng.n_workers)
+    return [Shard(eng.put(i, X[s]), eng.put(i, y[s]), s.stop - s.start) for i, s in enumerate(parts)]
+
+
+def mapreduce_round(eng, shards: list[Shard], w: np.ndarray, *, message_bytes: int | None = None):
+    """Broadcast w, map on every shard, reduce: returns (Σᵢ Xᵢᵀ(Xᵢw − yᵢ), Σᵢ ‖Xᵢw − yᵢ‖²)."""
+    jobs = [eng.submit(i, least_squares.partial_gradient, shard.X, shard.y, w,
+                       samples=shard.n_rows, nbytes=message_bytes)
+            for i, shard in enumerate(shards)]
+    results = eng.gather(jobs)
+    # Reduce in worker order, whatever order the replies came in: identical sums on every engine.
+    g = results[0][0].copy()
+    for gi, _ in results[1:]:
+        g += gi
+    return g, sum(sse for _, sse in results)
+
+
+def _check_data(X, y) -> tuple[np.ndarray, np.ndarray]:
+    X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
+    y = validation.array("y", y, ndim=1, dtype=np.float64, finite=True)
+    validation.same_length("X", X, "y", y)
+    return X, y
+
+
+def serial_gradient_descent(X, y, *, lr: float = 0.5, n_iter: int = 50) -> GDResult:
+    """The reference: w ← w − η ∇f(w) from w = 0, in one process."""
+    X, y = _check_data(X, y)
+    lr = validation.positive("lr", lr)
+    n_iter = limits.rounds("n_iter", n_iter)
+    w = np.zeros(X.shape[1])
+    losses = [loss(X, y, w)]
+    for _ in range(n_iter):
+        w = w - lr * least_squares.gradient(X, y, w)
+        losses.append(loss(X, y, w))
+        validation.finite_loss(losses, "lr", lr)
+    return GDResult(label="serial", weights=w, losses=np.array(losses),
+                    times=np.arange(n_iter + 1, dtype=float), engine="serial", n_workers=1)
+
+
+def gradient_descent(
+    X,
+    y,
+    *,
+    n_workers: int | None = None,
+    engine="simulated",
+    lr: float = 0.5,
+    n_iter: int = 50,
+    cost: CostModel | None = None,
+    message_bytes: int | None = None,
+    address: str | None = None,
+) -> GDResult:
+    """Parallel gradient descent by MapReduce rounds; same weights on every engine.
+
+    ``engine`` is a name ('simulated', 'processes', 'dask') or an open ``Engine`` (reused,
+    not closed: start a Dask cluster once for several runs); ``n_workers`` defaults to 2 with
+    a name and to the engine's own count with an engine. ``cost`` prices the simulated
+    engine; ``message_bytes`` pretends each message is that big (a larger model) there.
+    Every argument is checked before any worker starts.
+    """
+    X, y = _check_data(X, y)
+    lr = validation.positive("lr", lr)
+    n_iter = limits.rounds("n_iter", n_iter)
+    if message_bytes is not None:
+        message_bytes = validation.integer("message_bytes", message_bytes, minimum=0)
+    if address is not None and not isinstance(address, str):
+        raise TypeError(f"address: expected a scheduler address str, got {type(address).__name__}")
+    splits.shards(len(y), planned_workers(engine, n_workers, address=address))  # fail before start
+    with engine_scope(engine, n_workers, cost=cost, address=address) as eng:
+        shards = place_shards(eng, X, y)  # each worker keeps its rows; only w and gᵢ travel
+        eng.start()
+        eng.reset_clock()
+        w = np.zeros(X.shape[1])
+        losses, times = [], [eng.elapsed()]
+        for _ in range(n_iter):
+            g, sse = mapreduce_round(eng, shards, w, message_bytes=message_bytes)
+            losses.append(sse / (2 * len(y)))
+            validation.finite_loss(losses, "lr", lr)
+            w = w - lr * g / len(y)
+            times.append(eng.elapsed())
+        losses.append(loss(X, y, w))
+        cluster = getattr(eng, "cluster", None)
+        return GDResult(
+            label=f"MapReduce, {eng.name}, {eng.n_workers} workers", weights=w,
+            losses=np.array(losses), times=np.array(times),
+            clock="virtual" if eng.name == "simulated" else "real", engine=eng.name,
+            n_workers=eng.n_workers, breakdown=cluster.breakdown() if cluster is not None else None,
+            cluster=cluster,
+        )
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A real engine's measured time per iteration beside the calibrated model's prediction."""
+
+    engine: str
+    n_workers: int
+    measured: float
+    predicted: float
+    cost: CostModel
+    per: str = "iteration"  # what one measured / predicted figure is the time of
+
+    @property
+    def ratio(self) -> float:
+        """measured / predicted: 1 is a perfect model, 2 means reality is twice as slow."""
+        return self.measured / self.predicted
+
+    @property
+    def error(self) -> float:
+        """How far off, as a factor ≥ 1 either way: max(ratio, 1/ratio)."""
+        return max(self.ratio, 1 / self.ratio)
+
+    def __repr__(self) -> str:
+        return (
+            f"Prediction({self.engine} ×{self.n_workers}: measured {self.measured * 1e3:.3g} ms, "
+            f"model {self.predicted * 1e3:.3g} ms per {self.per}, ratio {self.ratio:.2f})"
+        )
+
+
+def measure_and_predict(engine, X, y, *, n_iter: int = 20, repeat: int = 7) -> Prediction:
+    """Calibrate a ``CostModel`` on a real ``engine``, then time MapReduce rounds on it.
+
+    The prediction is the simulated engine's time per iteration with that model and the same
+    data and worker count. Calibration never times a round (α, latency, β come from echo
+    round trips, the compute from the map task timed on the workers), so agreement is a test
+    of the model, not a fit to the answer.
+    """
+    from mlpar.cluster.cost_model import calibrate
+
+    if not (hasattr(engine, "start") and hasattr(engine, "submit")):
+        raise TypeError(f"engine: expected an open Engine (mlpar.cluster.engines.make_engine), "
+                        f"got {type(engine).__name__}")
+    X, y = _check_data(X, y)
+    n_iter = limits.rounds("n_iter", n_iter)
+    engine.start()
+    cost = calibrate(engine, X, y, repeat=repeat, work=least_squares.partial_gradient)
+    # Two runs; the first iteration of each is a warm-up (first transfers, caches). The median
+    # iteration is robust to the odd one hit by another program on a shared machine.
+    runs = [gradient_descent(X, y, engine=engine, n_iter=n_iter + 1) for _ in range(2)]
+    measured = float(np.median(np.concatenate([np.diff(r.times)[1:] for r in runs])))
+    simulated = gradient_descent(X, y, n_workers=engine.n_workers, n_iter=2, cost=cost)
+    return Prediction(engine.name, engine.n_workers, measured, simulated.time_per_iteration, cost)

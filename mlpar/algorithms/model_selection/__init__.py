@@ -1,0 +1,1 @@
+"""Parallel cross-validation and hyperparameter search (lesson 03)."""

@@ -1,0 +1,1 @@
+"""Parallel stochastic gradient descent on one shared model: locked, lock-free (lesson 04)."""

@@ -1,0 +1,47 @@
+"""Every lesson's central claims, measured here: one line each, ✓ or ✗, and why not.
+
+    python -m mlpar.bench claims          # exit code 1 if any claim did not hold
+
+Targets: the whole run under 3 minutes on 2 cores (quick sizes are what the lessons use).
+"""
+
+from __future__ import annotations
+
+import time
+
+from mlpar.claims import all_claims
+from mlpar.core import validation
+
+
+def run(quick: bool = False) -> dict:
+    quick = validation.flag("quick", quick)
+    start = time.perf_counter()
+    claims = [func(quick) for func in all_claims()]
+    return {
+        "claims": [
+            {"lesson": c.lesson, "statement": c.statement, "value": c.value,
+             "threshold": c.threshold, "comparison": c.comparison, "unit": c.unit,
+             "held": c.held, "why_not": c.why_not, "line": repr(c)}
+            for c in claims
+        ],
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def report(figures: dict) -> str:
+    lines = [c["line"] for c in figures["claims"]]
+    held = sum(c["held"] is True for c in figures["claims"])
+    unmeasured = sum(c["held"] is None for c in figures["claims"])
+    lines.append(f"{held} of {len(figures['claims'])} claims held"
+                 + (f", {unmeasured} not measurable here" if unmeasured else "")
+                 + f", in {figures['seconds']:.0f} s")
+    return "\n".join(lines)
+
+
+def failed(figures: dict) -> bool:
+    """The exit status: any claim that did not hold fails the run.
+
+    A claim that cannot be measured on this machine (a GPU claim without a GPU) prints ``?``
+    and its reason, and does not fail the run: it says nothing against the lesson.
+    """
+    return any(c["held"] is False for c in figures["claims"])

@@ -1,0 +1,61 @@
+"""Lesson 03's claims: parallel cross-validation changes nothing but the time; the GIL."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlpar.algorithms.model_selection import cross_validation as cv
+from mlpar.algorithms.model_selection import speedup
+from mlpar.core import claims, splits, validation
+from mlpar.cpu import gil
+
+BUSY = "another program is using the cores, or this process may use only one"
+
+
+def parallel_cv_gives_identical_scores(quick: bool = False):
+    """The same folds on 2 loky processes and serially give bit-identical scores."""
+    quick = validation.flag("quick", quick)
+    X, y = cv.load_dataset("breast_cancer")
+    folds = splits.repeated_kfold(len(y), 5, 1 if quick else 3, seed=0)
+    model = cv.make_model("logistic")
+    serial = cv.cross_validate(model, X, y, folds).scores
+    parallel = cv.cross_validate(model, X, y, folds, backend="loky", n_jobs=2).scores
+    return claims.check("03", "largest score difference, parallel vs serial CV",
+                        float(np.max(np.abs(serial - parallel))), at_most=0.0,
+                        cause="a task depends on where it runs (an unseeded random_state?)")
+
+
+def parallel_cv_speeds_up(quick: bool = False):
+    """2 × 5-fold CV (10 fits of >= 50 ms) on 2 loky processes is >= 1.7× the serial run."""
+    quick = validation.flag("quick", quick)
+    X, y = cv.load_dataset("breast_cancer")
+    ratio = speedup.parallel_cv_speedup(speedup.heavy_model(), X, y, n_fits=10,
+                                           repeat=1 if quick else 3)
+    return claims.check("03", "2×5-fold CV on 2 processes vs serial", ratio, at_least=1.7,
+                        unit="×", cause=BUSY)
+
+
+def nogil_threads_beat_python_threads(quick: bool = False):
+    """On 2 threads, numba nogil code gains >= 1.5× more than pure Python (held by the GIL)."""
+    quick = validation.flag("quick", quick)
+    n = 500_000 if quick else 2_000_000
+    table = gil.gil_table(n_python=n, n_numba=20 * n, n_tasks=2, n_workers=2,
+                          repeat=1 if quick else 3, pools=("sequential", "threads"))
+    ratio = table.speedup("numba nogil", "threads") / table.speedup("python", "threads")
+    return claims.check("03", "threads' speedup, numba nogil ÷ pure Python", ratio,
+                        at_least=1.5, unit="×", cause=BUSY)
+
+
+def processes_escape_the_gil(quick: bool = False):
+    """Pure-Python work on 2 processes runs >= 1.5× faster than in one (tasks of ~0.1 s+)."""
+    quick = validation.flag("quick", quick)
+    n = 1_000_000 if quick else 2_000_000
+    table = gil.gil_table(n_python=n, n_numba=1_000, n_tasks=2, n_workers=2,
+                          repeat=1 if quick else 3, works=("python",))
+    return claims.check("03", "pure Python on 2 processes vs sequential",
+                        table.speedup("python", "processes"), at_least=1.5, unit="×",
+                        cause=BUSY + "; or process start-up and pickling outweigh short tasks")
+
+
+CLAIMS = (parallel_cv_gives_identical_scores, parallel_cv_speeds_up,
+          nogil_threads_beat_python_threads, processes_escape_the_gil)

@@ -1,0 +1,71 @@
+"""Lesson 04's claims: lock-free SGD outruns locked SGD and reaches the same loss; races grow
+with density (Niu, Recht, Ré and Wright, Hogwild!, 2011)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlpar.algorithms.sgd.conflicts import MIN_CONCURRENT_WRITES, conflict_sweep
+from mlpar.algorithms.sgd.hogwild import run_sgd
+from mlpar.algorithms.sgd.sparse_data import make_sparse_problem
+from mlpar.core import claims, validation
+
+BUSY = "another program is using the cores, or this process may use only one"
+STEP = 1.0
+
+
+def _problem(quick: bool):
+    # about 10 nonzeros per sample either way
+    quick = validation.flag("quick", quick)
+    return (make_sparse_problem(20_000, 5_000, 0.002, seed=0) if quick
+            else make_sparse_problem(50_000, 10_000, 0.001, seed=0))
+
+
+def _runs(quick: bool) -> dict:
+    quick = validation.flag("quick", quick)
+    problem = _problem(quick)
+    epochs, repeat = (3, 1) if quick else (5, 3)
+    runs = {"serial": [run_sgd(problem, "serial", step=STEP, epochs=epochs, seed=0)]}
+    for _ in range(repeat):  # alternate the variants so load from elsewhere hits both alike
+        for variant in ("locked", "lock-free"):
+            runs.setdefault(variant, []).append(
+                run_sgd(problem, variant, threads=2, step=STEP, epochs=epochs, seed=0))
+    return {k: max(rs, key=lambda r: r.updates_per_second) for k, rs in runs.items()}
+
+
+def lock_free_beats_locked(quick: bool = False):
+    """On 2 threads, lock-free updates go >= 1.5× faster than updates under a spin lock."""
+    quick = validation.flag("quick", quick)
+    best = _runs(quick)
+    ratio = best["lock-free"].updates_per_second / best["locked"].updates_per_second
+    return claims.check("04", "updates/s on 2 threads, lock-free ÷ locked", ratio,
+                        at_least=1.5, unit="×", cause=BUSY)
+
+
+def all_variants_reach_the_same_loss(quick: bool = False):
+    """Serial, locked and lock-free SGD end within 1% of each other's final loss."""
+    quick = validation.flag("quick", quick)
+    best = _runs(quick)
+    losses = np.array([r.final_loss for r in best.values()])
+    spread = float((losses.max() - losses.min()) / losses.min())
+    return claims.check("04", "final-loss spread over serial, locked, lock-free", 100 * spread,
+                        at_most=1.0, unit="%",
+                        cause="a dense problem (races change the updates) or too large a step")
+
+
+def races_grow_with_density(quick: bool = False):
+    """At a fixed time per update, stale reads per concurrent write grow >= 5× from density
+    0.01 to 0.3 (the other thread writes a larger share of the coordinates meanwhile)."""
+    quick = validation.flag("quick", quick)
+    sweep = conflict_sweep([0.01, 0.3], epochs=2 if quick else 5, seed=0)
+    low, high = sweep.counts
+    if min(low.concurrent_writes, high.concurrent_writes) < MIN_CONCURRENT_WRITES:
+        value = float("nan")  # the threads hardly ran together: nothing was measured
+    else:
+        value = high.stale_rate_concurrent / max(low.stale_rate_concurrent, 1e-12)
+    return claims.check("04", "stale reads per concurrent write, density 0.3 ÷ 0.01", value,
+                        at_least=5, unit="×",
+                        cause="the two threads seldom ran at the same moment (" + BUSY + ")")
+
+
+CLAIMS = (lock_free_beats_locked, all_variants_reach_the_same_loss, races_grow_with_density)

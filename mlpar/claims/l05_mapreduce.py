@@ -1,0 +1,63 @@
+"""Lesson 05's claims: a MapReduce round computes the serial gradient, and the calibrated cost
+model predicts a round's time on local processes and on Dask within 1.3×."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlpar.algorithms.distributed import house_prices, least_squares, mapreduce
+from mlpar.cluster.engines import DaskEngine, ProcessEngine, SimulatedEngine
+from mlpar.core import claims, validation
+
+MODEL_TOLERANCE = 1.3  # measured / predicted within this factor, either way
+_BUSY = ("the server process and the workers share the cores (the model gives the server a core "
+         "of its own: with 2 workers on 2 cores it has none), or another program slowed the "
+         "measured rounds and not the calibration a moment earlier, or the other way round")
+
+
+def parallel_gradient_equals_serial(quick: bool = False):
+    """Σᵢ over 7 shards of a MapReduce round, divided by n, equals (1/n)Xᵀ(Xw − y) to 1e-12."""
+    quick = validation.flag("quick", quick)
+    X, y = house_prices.load(20_000 if quick else 200_000)
+    w = np.random.default_rng(0).normal(size=X.shape[1])
+    eng = SimulatedEngine(7)
+    g, _ = mapreduce.mapreduce_round(eng, mapreduce.place_shards(eng, X, y), w)
+    serial = least_squares.gradient(X, y, w)
+    gap = float(np.max(np.abs(g / len(y) - serial)) / np.max(np.abs(serial)))
+    return claims.check("05", "MapReduce gradient on 7 shards vs the serial gradient (relative)",
+                        gap, at_most=1e-12, cause="a broken BLAS or an unusual float mode")
+
+
+def predict_on(engine, quick: bool = False) -> mapreduce.Prediction:
+    """Calibrate on ``engine`` and time MapReduce rounds on it.
+
+    ``engine``: an open engine (kept open), or 'processes' / 'dask' for 2 new workers.
+    """
+    X, y = house_prices.load(100_000 if quick else 400_000)
+    options = dict(n_iter=10 if quick else 30, repeat=3 if quick else 9)
+    if not isinstance(engine, str):
+        return mapreduce.measure_and_predict(engine, X, y, **options)
+    make = ProcessEngine if engine == "processes" else DaskEngine
+    with make(2) as eng:
+        return mapreduce.measure_and_predict(eng, X, y, **options)
+
+
+def prediction_claim(prediction: mapreduce.Prediction):
+    """The claim for one prediction: measured/predicted within ``MODEL_TOLERANCE`` either way."""
+    return claims.check(
+        "05", f"calibrated model on {prediction.engine} ×{prediction.n_workers}: "
+        f"measured/predicted = {prediction.ratio:.2f}, off by", prediction.error,
+        at_most=MODEL_TOLERANCE, unit="×", cause=_BUSY)
+
+
+def model_predicts_processes(quick: bool = False):
+    quick = validation.flag("quick", quick)
+    return prediction_claim(predict_on("processes", quick))
+
+
+def model_predicts_dask(quick: bool = False):
+    quick = validation.flag("quick", quick)
+    return prediction_claim(predict_on("dask", quick))
+
+
+CLAIMS = (parallel_gradient_equals_serial, model_predicts_processes, model_predicts_dask)

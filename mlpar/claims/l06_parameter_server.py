@@ -1,0 +1,71 @@
+"""Lesson 06's claims: SSP with s = 0 is the synchronous run, staleness never exceeds the bound,
+and the calibrated simulation predicts the time per update of the real server on Dask."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlpar.algorithms.distributed import house_prices, parameter_server
+from mlpar.algorithms.distributed.mapreduce import Prediction
+from mlpar.claims.l05_mapreduce import MODEL_TOLERANCE
+from mlpar.cluster.cost_model import CostModel
+from mlpar.cluster.engines import DaskEngine
+from mlpar.core import claims, validation
+
+NOISY = CostModel(alpha=20e-6, per_sample=5e-6, straggler=0, slowdown=3.0, jitter=1.0, seed=0)
+SETTINGS = dict(n_workers=8, lr=0.05, batch_size=32, seed=0)
+
+
+def ssp_zero_is_sync(quick: bool = False):
+    """Largest difference between the weights of SSP(s = 0) and of the synchronous server."""
+    quick = validation.flag("quick", quick)
+    X, y = house_prices.load()
+    n = 240 if quick else 1200
+    sync = parameter_server.train(X, y, mode="sync", cost=NOISY, n_updates=n, **SETTINGS)
+    ssp0 = parameter_server.train(X, y, mode="ssp", staleness_bound=0, cost=NOISY, n_updates=n,
+                                  **SETTINGS)
+    same_clock = np.array_equal(sync.times, ssp0.times)
+    gap = float(np.max(np.abs(sync.weights - ssp0.weights))) if same_clock else float("inf")
+    return claims.check("06", "SSP with s = 0 vs the synchronous run: largest weight difference",
+                        gap, at_most=0.0, cause="the SSP gate or the round loop has changed")
+
+
+def staleness_within_bound(quick: bool = False):
+    """Largest (measured staleness − s) over SSP runs with s = 1, 2, 4: never above 0."""
+    quick = validation.flag("quick", quick)
+    X, y = house_prices.load()
+    n = 240 if quick else 1200
+    excess = max(
+        int(parameter_server.train(X, y, mode="ssp", staleness_bound=s, cost=NOISY, n_updates=n,
+                                   **SETTINGS).staleness.max()) - s
+        for s in (1, 2, 4))
+    return claims.check("06", "SSP: largest staleness minus its bound s (s = 1, 2, 4)", excess,
+                        at_most=0, cause="the SSP gate lets a worker pull too early")
+
+
+def predict_dask(quick: bool = False, engine=None) -> Prediction:
+    """The asynchronous server on Dask (an open ``engine``, or 2 new workers) beside its
+    calibrated simulation."""
+    X, y = house_prices.load()
+    options = dict(mode="async", n_updates=80 if quick else 400, lr=0.1, batch_size=64, seed=0,
+                   repeat=3 if quick else 9)
+    if engine is not None:
+        return parameter_server.measure_and_predict(engine, X, y, **options)
+    with DaskEngine(2) as eng:
+        return parameter_server.measure_and_predict(eng, X, y, **options)
+
+
+def prediction_claim(prediction: Prediction):
+    return claims.check(
+        "06", f"calibrated simulation of the server on {prediction.engine} ×"
+        f"{prediction.n_workers}: measured/predicted = {prediction.ratio:.2f}, off by",
+        prediction.error, at_most=MODEL_TOLERANCE, unit="×",
+        cause="the machine is shared: other programs slow the measured run or the calibration")
+
+
+def simulation_predicts_dask(quick: bool = False):
+    quick = validation.flag("quick", quick)
+    return prediction_claim(predict_dask(quick))
+
+
+CLAIMS = (ssp_zero_is_sync, staleness_within_bound, simulation_predicts_dask)

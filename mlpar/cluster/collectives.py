@@ -1,0 +1,61 @@
+"""Reduce and all-reduce schedules on the simulated cluster: flat server, tree, ring.
+
+Each function takes a ``SimulatedCluster`` whose workers 0 … m−1 all hold ``nbytes`` of
+partial results at ``start`` and plays the schedule with ``send`` and ``compute`` (the
+additions are priced at ``add_per_byte`` seconds per byte). It returns the time at which the
+result is complete where it is needed. The closed forms are ``CostModel.flat_reduce_time``,
+``tree_reduce_time`` and ``ring_allreduce_time`` (with ``add_per_byte = 0``); the tests check
+that schedule and formula agree. See Thakur, Rabenseifner and Gropp (2005) for the ring and
+tree algorithms as MPI implements them.
+"""
+
+from __future__ import annotations
+
+from mlpar.core import validation
+
+
+def _check(cluster, nbytes, start):
+    nbytes = validation.integer("nbytes", nbytes, minimum=0)
+    start = cluster.now if start is None else validation.non_negative("start", start)
+    return nbytes, start
+
+
+def flat_reduce(cluster, nbytes: int, start: float | None = None) -> float:
+    """Every worker sends to the server at once; its one link takes them in turn."""
+    nbytes, start = _check(cluster, nbytes, start)
+    return max(cluster.send(i, cluster.server, nbytes, start) for i in range(cluster.n_workers))
+
+
+def tree_reduce(cluster, nbytes: int, start: float | None = None, *,
+                add_per_byte: float = 0.0) -> float:
+    """Binary tree onto worker 0: at level k, worker i + 2ᵏ sends to worker i (i a multiple
+    of 2ᵏ⁺¹) and i adds. ⌈log₂ m⌉ levels; the pairs of one level use disjoint links."""
+    nbytes, start = _check(cluster, nbytes, start)
+    ready = [start] * cluster.n_workers
+    step = 1
+    while step < cluster.n_workers:
+        for i in range(0, cluster.n_workers - step, 2 * step):
+            arrival = cluster.send(i + step, i, nbytes, max(ready[i], ready[i + step]))
+            ready[i] = cluster.compute(i, add_per_byte * nbytes, arrival)
+        step *= 2
+    return ready[0]
+
+
+def ring_allreduce(cluster, nbytes: int, start: float | None = None, *,
+                   add_per_byte: float = 0.0) -> float:
+    """Ring all-reduce: m − 1 reduce-scatter steps, then m − 1 all-gather steps.
+
+    Every step, each worker sends one block of ⌈nbytes/m⌉ bytes to its right neighbour (and
+    in the first half adds the block it receives). Afterwards every worker holds the sum.
+    """
+    nbytes, start = _check(cluster, nbytes, start)
+    m = cluster.n_workers
+    block = -(-nbytes // m)
+    ready = [start] * m
+    for step in range(2 * (m - 1)):
+        arrivals = [cluster.send(i, (i + 1) % m, block, ready[i]) for i in range(m)]
+        for i in range(m):
+            got = max(arrivals[i - 1], ready[i])  # worker i receives from i − 1
+            add = add_per_byte * block if step < m - 1 else 0.0
+            ready[i] = cluster.compute(i, add, got)
+    return max(ready)

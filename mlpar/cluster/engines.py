@@ -1,0 +1,396 @@
+"""One interface, three engines: an algorithm is written once and runs anywhere.
+
+A distributed algorithm in this course talks to its workers through five calls:
+
+    ref  = engine.put(worker, array)               # place data on a worker once
+    task = engine.submit(worker, func, *args, samples=n)   # send a task (args travel)
+    task, result = engine.wait_any()               # the first task to come back
+    results = engine.gather(tasks)                 # wait for these, in this order
+    engine.elapsed()                               # seconds since start: virtual or real
+
+The process that calls them plays the server (client–server, message passing). Engines:
+
+* ``"simulated"``: :class:`~mlpar.cluster.simulated_cluster.SimulatedCluster`; the function really runs
+  (in this process) but the clock is virtual, priced by a ``CostModel``;
+* ``"processes"``: one single-process ``ProcessPoolExecutor`` (spawn) per worker, so a worker
+  keeps its own data, as a machine would; real parallelism on this computer;
+* ``"dask"``: ``dask.distributed`` workers, each holding a ``WorkerStore`` *actor* with its
+  data; a task is a method call sent straight to that worker (see ``DaskEngine``). A
+  ``LocalCluster`` on 127.0.0.1 started and closed here, or a scheduler address.
+
+The real engines refuse more than ``limits.max_workers()`` workers before starting any.
+
+All engines are context managers and close their pools or cluster on exit.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from mlpar.cluster.cost_model import CostModel
+from mlpar.cluster.simulated_cluster import SimulatedCluster
+from mlpar.cluster.tasks import Ref, WorkerStore, noop
+from mlpar.core import limits, validation
+
+ENGINES = ("simulated", "processes", "dask")
+
+
+@dataclass(frozen=True)
+class Task:
+    """A handle to a submitted task: its number (submission order) and its worker."""
+
+    id: int
+    worker: int
+
+
+def payload_bytes(obj) -> int:
+    """Bytes a message carrying ``obj`` moves: arrays count their data, refs count nothing."""
+    if isinstance(obj, Ref) or type(obj).__name__ == "Future":
+        return 0
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, (tuple, list)):
+        return sum(payload_bytes(o) for o in obj)
+    if obj is None:
+        return 0
+    if isinstance(obj, (int, float, np.number)):
+        return 8
+    return len(pickle.dumps(obj))
+
+
+class Engine:
+    """Common bookkeeping; subclasses implement ``_put``, ``_submit``, ``_wait_any``."""
+
+    name = "engine"
+    _gather_futures = None
+
+    def __init__(self, n_workers: int):
+        self.n_workers = validation.positive_int("n_workers", n_workers)
+        self._ids = 0
+        self._pending: dict[Task, object] = {}
+        self._early: dict[Task, object] = {}  # came back during a gather that did not ask for them
+        self._t0 = time.perf_counter()
+
+    def _worker(self, worker) -> int:
+        return validation.integer("worker", worker, minimum=0, maximum=self.n_workers - 1)
+
+    def put(self, worker: int, value):
+        """Place ``value`` on ``worker`` (before the timing starts); returns a reference."""
+        return self._put(self._worker(worker), value)
+
+    def submit(self, worker: int, func, *args, samples: int = 0, nbytes: int | None = None):
+        """Run ``func(*args)`` on ``worker``; ``samples`` prices the simulated compute and
+        ``nbytes`` (simulated engine) overrides the message size in both directions."""
+        worker = self._worker(worker)
+        validation.callable_("func", func)
+        samples = validation.integer("samples", samples, minimum=0)
+        if nbytes is not None:
+            nbytes = validation.integer("nbytes", nbytes, minimum=0)
+        task = Task(self._ids, worker)
+        self._ids += 1
+        self._pending[task] = self._submit(task, func, args, samples, nbytes)
+        return task
+
+    def wait_any(self):
+        """Block until a task has come back; return ``(task, result)``."""
+        if self._early:
+            task = min(self._early, key=lambda t: t.id)
+            return task, self._early.pop(task)
+        if not self._pending:
+            raise RuntimeError("wait_any: no task is running; submit one first")
+        return self._wait_any()
+
+    def gather(self, tasks) -> list:
+        """Results of ``tasks`` in the order given (waiting for all of them)."""
+        tasks = list(tasks)
+        got = {t: self._early.pop(t) for t in tasks if t in self._early}
+        missing = [t for t in tasks if t not in got]
+        if not all(t in self._pending for t in missing):
+            raise RuntimeError("gather: expected tasks that are running, got one already collected")
+        if self._gather_futures is not None:  # real engines wait on their own futures directly
+            results = self._gather_futures([self._pending.pop(t) for t in missing])
+            got.update(zip(missing, results, strict=True))
+        wanted = set(missing)
+        while wanted - set(got):
+            task, result = self._wait_any()
+            if task in wanted:
+                got[task] = result
+            else:  # another task finished first: keep it for a later wait_any
+                self._early[task] = result
+        return [got[t] for t in tasks]
+
+    def start(self):
+        """Start every worker now (and wait), so that start-up is not timed later."""
+        return self
+
+    def elapsed(self) -> float:
+        """Seconds since the engine started (wall clock for real engines)."""
+        return time.perf_counter() - self._t0
+
+    def reset_clock(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(n_workers={self.n_workers})"
+
+
+class SimulatedEngine(Engine):
+    """Runs tasks in this process, in virtual-time order, on a :class:`SimulatedCluster`."""
+
+    name = "simulated"
+
+    def __init__(self, n_workers: int, cost: CostModel | None = None, *, record: bool = True):
+        super().__init__(n_workers)
+        self.cluster = SimulatedCluster(self.n_workers, cost, record=record)
+        self._store: dict[int, object] = {}
+
+    def _put(self, worker, value):
+        self._store[len(self._store)] = value
+        return Ref(len(self._store) - 1)
+
+    def _submit(self, task, func, args, samples, nbytes):
+        c = self.cluster
+        size_in = payload_bytes(args) if nbytes is None else nbytes
+        arrival = c.send(c.server, task.worker, size_in, start=c.now)
+        done = c.work(task.worker, samples, start=arrival)
+        result = func(*[self._store[a.key] if isinstance(a, Ref) else a for a in args])
+        size_out = payload_bytes(result) if nbytes is None else nbytes
+        c.schedule(done, ("computed", task, result, size_out))
+        return None
+
+    def _wait_any(self):
+        c = self.cluster
+        while True:
+            now, (what, task, result, size) = c.pop()
+            if what == "computed":  # the reply queues for the links now, first come first served
+                arrival = c.send(task.worker, c.server, size, start=now)
+                c.schedule(arrival, ("arrived", task, result, 0))
+            else:
+                del self._pending[task]
+                return task, result
+
+    def elapsed(self) -> float:
+        return self.cluster.now
+
+    def reset_clock(self) -> None:
+        pass  # the virtual clock starts at 0 with the cluster
+
+
+# -- real processes ---------------------------------------------------------------------------
+_WORKER = WorkerStore()  # in a worker process: the data put there (the server never uses its own)
+_BLAS_LIMIT = []
+
+
+def _init_worker() -> None:
+    """Runs once in each worker process: one BLAS thread, as each worker has one core."""
+    from threadpoolctl import threadpool_limits
+
+    _BLAS_LIMIT.append(threadpool_limits(limits=1))
+
+
+def _store(key: int, value) -> None:
+    """Runs on a worker: keep ``value`` in this process for later tasks (see ``Ref``)."""
+    _WORKER.put(key, value)
+
+
+def _run_task(func, args):
+    return _WORKER.run(func, args)
+
+
+class ProcessEngine(Engine):
+    """Worker i = its own one-process ``ProcessPoolExecutor``, holding only the data put there."""
+
+    name = "processes"
+
+    def __init__(self, n_workers: int):
+        super().__init__(limits.workers("n_workers", n_workers))
+        self._pools: list[ProcessPoolExecutor | None] = [None] * self.n_workers
+        self._keys = 0
+
+    def _pool(self, worker: int) -> ProcessPoolExecutor:
+        if self._pools[worker] is None:
+            import multiprocessing
+
+            self._pools[worker] = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_worker,
+            )
+        return self._pools[worker]
+
+    def _put(self, worker, value):
+        # Worker i is a pool of exactly one process, so this task runs where later tasks will.
+        ref = Ref(self._keys)
+        self._keys += 1
+        self._pool(worker).submit(_store, ref.key, value).result()
+        return ref
+
+    def start(self) -> ProcessEngine:
+        self.gather([self.submit(w, noop) for w in range(self.n_workers)])
+        return self
+
+    def _submit(self, task, func, args, samples, nbytes):
+        return self._pool(task.worker).submit(_run_task, func, args)
+
+    def _wait_any(self):
+        futures = {f: t for t, f in self._pending.items()}
+        done, _ = wait(futures, return_when=FIRST_COMPLETED)
+        task = min((futures[f] for f in done), key=lambda t: t.id)
+        return task, self._pending.pop(task).result()
+
+    @staticmethod
+    def _gather_futures(futures):
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        for i, pool in enumerate(self._pools):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+                self._pools[i] = None
+
+
+class DaskEngine(Engine):
+    """``dask.distributed`` workers, each holding its data in a ``WorkerStore`` actor.
+
+    Why actors and not ``client.submit``: a submitted task goes client → scheduler → worker →
+    scheduler → client, and Dask batches the client's messages to the scheduler (at most one
+    batch per 10 ms, fixed in ``distributed``), so a round of one small task per worker cannot
+    take less than about 10 ms. An actor's method call is one request to the worker that
+    holds it and one reply: the scheduler is not on the path. Data is put once per worker
+    (``put``) and tasks name it by ``Ref``; only ``w`` and the results travel per round.
+    """
+
+    name = "dask"
+
+    def __init__(self, n_workers: int, address: str | None = None):
+        from mlpar.cluster.dask_cluster import dask_client
+
+        if address is None:
+            n_workers = limits.workers("n_workers", n_workers)
+        super().__init__(n_workers)
+        self._scope = None
+        self._keys = 0
+        try:  # everything that starts something, inside the try that stops it
+            self._scope = dask_client(address, n_workers=self.n_workers)
+            self.client = self._scope.__enter__()
+            if address is not None:
+                self.client.wait_for_workers(1, timeout=60)
+            addresses = sorted(self.client.scheduler_info()["workers"])
+            # On a smaller real cluster several logical workers share a machine, round-robin.
+            self._address = [addresses[i % len(addresses)] for i in range(self.n_workers)]
+            made = [self.client.submit(WorkerStore, actor=True, workers=[a], pure=False)
+                    for a in self._address]
+            self._stores = self.client.gather(made)
+        except BaseException:
+            self.close()
+            raise
+
+    def _put(self, worker, value):
+        ref = Ref(self._keys)
+        self._keys += 1
+        self._stores[worker].put(ref.key, value).result()
+        return ref
+
+    def start(self) -> DaskEngine:
+        self.gather([self.submit(w, noop) for w in range(self.n_workers)])
+        return self
+
+    def _submit(self, task, func, args, samples, nbytes):
+        return self._stores[task.worker].run(func, args)  # an ActorFuture; the call is on its way
+
+    def _wait_any(self):
+        import asyncio
+
+        async def first(futures):
+            waiting = {asyncio.ensure_future(_awaited(f)): t for t, f in futures.items()}
+            done, rest = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            for r in rest:
+                r.cancel()
+            return min((waiting[d] for d in done), key=lambda t: t.id)
+
+        if not all(f.done() for f in self._pending.values()):
+            task = self.client.sync(first, dict(self._pending))
+        else:
+            task = min(self._pending, key=lambda t: t.id)
+        return task, self._pending.pop(task).result()
+
+    @staticmethod
+    def _gather_futures(futures):
+        # The calls run concurrently on their workers already; collecting in order costs nothing.
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        if self._scope is not None:
+            scope, self._scope = self._scope, None
+            self._pending.clear()
+            self._stores = []
+            scope.__exit__(None, None, None)
+
+
+async def _awaited(future):
+    return await future
+
+
+def make_engine(engine: str, n_workers: int, *, cost: CostModel | None = None,
+                address: str | None = None, record: bool = True) -> Engine:
+    """A new engine by name: 'simulated' (uses ``cost``), 'processes' or 'dask' (``address``)."""
+    validation.choice("engine", engine, ENGINES)
+    n_workers = validation.positive_int("n_workers", n_workers)
+    if engine == "simulated":
+        return SimulatedEngine(n_workers, cost, record=record)
+    if engine == "processes":
+        return ProcessEngine(n_workers)
+    return DaskEngine(n_workers, address)
+
+
+def planned_workers(engine, n_workers: int | None = None, *, address: str | None = None) -> int:
+    """The worker count ``engine_scope(engine, n_workers)`` will have, checked, starting nothing.
+
+    Algorithms call it first, so that every argument (shards per worker included) is
+    validated before a process or a cluster starts.
+    """
+    if isinstance(engine, Engine):
+        if n_workers is not None and n_workers != engine.n_workers:
+            raise ValueError(
+                f"n_workers: expected {engine.n_workers} to match the engine given, got {n_workers}"
+            )
+        return engine.n_workers
+    if not isinstance(engine, str):
+        raise TypeError(
+            f"engine: expected an Engine or one of {ENGINES}, got {type(engine).__name__}"
+        )
+    validation.choice("engine", engine, ENGINES)
+    n = 2 if n_workers is None else n_workers
+    if engine == "processes" or (engine == "dask" and address is None):
+        return limits.workers("n_workers", n)
+    return validation.positive_int("n_workers", n)
+
+
+@contextmanager
+def engine_scope(engine, n_workers: int | None = None, **options):
+    """Use an ``Engine`` as given (caller closes it), or make one from a name and close it.
+
+    A name gets ``n_workers`` workers (2 when None) and the ``options`` of ``make_engine``, which
+    uses ``cost`` only for 'simulated' and ``address`` only for 'dask'.
+    """
+    n = planned_workers(engine, n_workers, address=options.get("address"))
+    if isinstance(engine, Engine):
+        yield engine
+        return
+    with make_engine(engine, n, **options) as made:
+        yield made

@@ -1,0 +1,126 @@
+"""A simulated peer-to-peer network: nodes that message each other on a virtual clock.
+
+The client–server simulator (``simulated_cluster``) prices a message by holding *both* ends'
+links, which is what a server with one link does. Peers send and receive at the same time, so
+here every node has two links, one out and one in (full duplex), each carrying one message at
+a time: a message of b bytes from i to j holds i's out-link and j's in-link for α + β·b seconds
+(the same ``CostModel`` as everywhere in the course, calibrated the same way). Computation
+holds the node's CPU, priced by the model's per-sample time, straggler and jitter.
+
+``send(src, dst, value)`` returns the copy that arrives and counts its bytes per node, so an
+algorithm written against it (a ring all-reduce, a gossip round) can be checked for *what it
+sends*, not only for what it computes:
+
+    >>> net = PeerNetwork(4)
+    >>> got = net.send(0, 1, np.ones(8))       # 64 bytes leave node 0
+    >>> net.bytes_sent.tolist()
+    [64, 0, 0, 0]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlpar.cluster.cost_model import CostModel
+from mlpar.core import validation
+
+
+class PeerNetwork:
+    """``n_nodes`` peers with full-duplex links and a CPU each, priced by ``cost``."""
+
+    def __init__(self, n_nodes: int, cost: CostModel | None = None):
+        self.n_nodes = validation.positive_int("n_nodes", n_nodes)
+        if cost is None:
+            cost = CostModel()
+        if not isinstance(cost, CostModel):
+            raise TypeError(f"cost: expected a CostModel, got {type(cost).__name__}")
+        self.cost = cost
+        n = self.n_nodes
+        self._out_free = np.zeros(n)
+        self._in_free = np.zeros(n)
+        self._cpu_free = np.zeros(n)
+        self._rngs = cost.worker_rngs(n)
+        self.ready = np.zeros(n)  # when each node last finished something (default start)
+        self.bytes_sent = np.zeros(n, dtype=np.int64)
+        self.bytes_received = np.zeros(n, dtype=np.int64)
+        self.messages_sent = np.zeros(n, dtype=np.int64)
+        self.comm_time = np.zeros(n)  # seconds each node's out-link was busy
+
+    def _node(self, name: str, node) -> int:
+        return validation.integer(name, node, minimum=0, maximum=self.n_nodes - 1)
+
+    def transfer(self, src: int, dst: int, nbytes: int, start: float | None = None) -> float:
+        """Price one message of ``nbytes``; returns its arrival time at ``dst``."""
+        src, dst = self._node("src", src), self._node("dst", dst)
+        if src == dst:
+            raise ValueError(f"dst: expected a node other than src ({src}), got {dst}")
+        begin = self.ready[src] if start is None else validation.non_negative("start", start)
+        begin = max(begin, self._out_free[src], self._in_free[dst])
+        end = begin + self.cost.message_time(nbytes)
+        self._out_free[src] = self._in_free[dst] = end
+        self.ready[dst] = max(self.ready[dst], end)
+        self.bytes_sent[src] += nbytes
+        self.bytes_received[dst] += nbytes
+        self.messages_sent[src] += 1
+        self.comm_time[src] += end - begin
+        return end
+
+    def transfer_many(self, sources, destinations, nbytes: int, starts) -> None:
+        """``transfer(sources[k], destinations[k], nbytes, starts[k])`` for every k, in order.
+
+        The same first-come first-served pricing, checked once for all messages instead of once
+        per message: a round of gossip on 256 nodes is thousands of messages.
+        """
+        src = np.asarray(sources, dtype=np.int64)
+        dst = np.asarray(destinations, dtype=np.int64)
+        start = np.asarray(starts, dtype=np.float64)
+        if not (src.shape == dst.shape == start.shape) or src.ndim != 1:
+            raise ValueError(f"sources, destinations, starts: expected three 1-D arrays of one "
+                             f"length, got shapes {src.shape}, {dst.shape}, {start.shape}")
+        if src.size and (min(src.min(), dst.min()) < 0
+                         or max(src.max(), dst.max()) >= self.n_nodes or np.any(src == dst)):
+            raise ValueError(f"sources, destinations: expected pairs of different nodes in "
+                             f"0 … {self.n_nodes - 1}")
+        if np.any(start < 0) or not np.all(np.isfinite(start)):
+            raise ValueError("starts: expected finite times >= 0")
+        duration = self.cost.message_time(nbytes)
+        out_free, in_free = self._out_free.tolist(), self._in_free.tolist()
+        ready, busy = self.ready.tolist(), self.comm_time.tolist()
+        for i, j, t in zip(src.tolist(), dst.tolist(), start.tolist()):
+            begin = max(t, out_free[i], in_free[j])
+            out_free[i] = in_free[j] = end = begin + duration
+            ready[j] = max(ready[j], end)
+            busy[i] += duration
+        self._out_free[:], self._in_free[:] = out_free, in_free
+        self.ready[:], self.comm_time[:] = ready, busy
+        np.add.at(self.bytes_sent, src, nbytes)
+        np.add.at(self.bytes_received, dst, nbytes)
+        np.add.at(self.messages_sent, src, 1)
+
+    def send(self, src: int, dst: int, value, start: float | None = None) -> np.ndarray:
+        """Send an array from ``src`` to ``dst``; returns the copy ``dst`` receives.
+
+        ``start``: when the message may leave (default: when ``src`` last finished receiving
+        or computing). Bytes counted: the array's data, ``value.nbytes``.
+        """
+        arrived = np.array(value, dtype=np.float64, copy=True)
+        self.transfer(src, dst, int(arrived.nbytes), start)
+        return arrived
+
+    def compute(self, node: int, n_samples: int, start: float | None = None) -> float:
+        """Occupy ``node``'s CPU for a gradient over ``n_samples``; returns the end time."""
+        node = self._node("node", node)
+        seconds = self.cost.compute_time(node, n_samples, self._rngs[node])
+        begin = self.ready[node] if start is None else validation.non_negative("start", start)
+        begin = max(begin, self._cpu_free[node])
+        self._cpu_free[node] = begin + seconds
+        self.ready[node] = max(self.ready[node], begin + seconds)
+        return begin + seconds
+
+    def elapsed(self) -> float:
+        """Virtual seconds until the last message or computation ended."""
+        return float(max(self.ready.max(), self._out_free.max(), self._cpu_free.max()))
+
+    def __repr__(self) -> str:
+        return (f"PeerNetwork({self.n_nodes} nodes, {int(self.messages_sent.sum())} messages, "
+                f"{self.elapsed():.4g} s virtual)")

@@ -1,0 +1,88 @@
+"""A lesson's claim, checked by a measurement on this machine: held or not, and why not.
+
+A sentence such as "threads speed up compute-bound work at least 1.7× on 2 cores" is only true
+on some machines. So a lesson never asserts it: it measures the figure, compares it with the
+threshold and prints one line — ✓ or ✗, the figure, the threshold — and, when the claim did
+not hold, the likely cause on *this* machine (another program using the cores, one core, no
+TBB). ``python -m mlpar.bench claims`` runs every lesson's claims the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from mlpar.core import validation
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checked claim. ``held`` is None when the figure could not be measured (NaN)."""
+
+    lesson: str
+    statement: str
+    value: float
+    threshold: float
+    comparison: str  # ">=" or "<="
+    unit: str = ""
+    why_not: str = ""
+
+    @property
+    def held(self) -> bool | None:
+        if math.isnan(self.value):
+            return None
+        return self.value >= self.threshold if self.comparison == ">=" else self.value <= self.threshold
+
+    def __repr__(self) -> str:
+        mark = {True: "✓", False: "✗", None: "?"}[self.held]
+        figure = "not measured" if self.held is None else f"{self.value:.3g}{self.unit}"
+        line = (f"{mark} [{self.lesson}] {self.statement}: {figure} "
+                f"(needs {self.comparison} {self.threshold:g}{self.unit})")
+        if self.held is not True and self.why_not:
+            line += f"\n    likely cause: {self.why_not}"
+        return line
+
+
+def check(lesson: str, statement: str, value, *, at_least=None, at_most=None, unit: str = "",
+          cause: str = "") -> Claim:
+    """Build a ``Claim`` for ``value`` against one threshold (``at_least`` or ``at_most``).
+
+    ``cause`` names what usually breaks this claim; machine-wide causes (load above the
+    usable cores, a single core) are added by :func:`machine_causes`.
+    """
+    validation.choice("lesson", lesson, LESSONS)
+    for name, text in (("statement", statement), ("unit", unit), ("cause", cause)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name}: expected a str, got {type(text).__name__}")
+    if (at_least is None) == (at_most is None):
+        raise ValueError("at_least/at_most: expected exactly one threshold, got "
+                         f"at_least={at_least!r}, at_most={at_most!r}")
+    threshold = validation.number("at_least" if at_most is None else "at_most",
+                                  at_least if at_most is None else at_most)
+    value = float("nan") if value is None else float(value)
+    claim = Claim(lesson, statement, value, threshold, ">=" if at_most is None else "<=", unit)
+    if claim.held is not True:
+        reasons = [r for r in (cause, machine_causes()) if r]
+        claim = Claim(lesson, statement, value, threshold, claim.comparison, unit, "; ".join(reasons))
+    return claim
+
+
+LESSONS = ("00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10")
+
+
+def machine_causes() -> str:
+    """What on this machine commonly spoils a parallel measurement, or '' if nothing does."""
+    from mlpar.core import environment
+
+    cores = environment.usable_cores()
+    found = []
+    if cores < 2:
+        found.append(f"this process may use {cores} core; parallel speedups need at least 2")
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # Windows has no load average
+        load = 0.0
+    if load > cores:
+        found.append(f"the machine is busy (load average {load:.1f} above {cores} usable cores)")
+    return "; ".join(found)

@@ -1,0 +1,82 @@
+"""Shared-memory entries that process pools leave behind when their process is killed.
+
+joblib's loky pool makes a folder ``/dev/shm/joblib_memmapping_folder_<pid>_…`` for every
+``Parallel`` call (where large arrays would be memory-mapped) and named semaphores
+``/dev/shm/sem.loky-<pid>-…``; it removes them when the process exits normally. A Jupyter
+kernel that is killed (the Stop-and-restart button, a test runner shutting kernels down with
+``now=True``) never gets to, and ``/dev/shm`` is RAM, often only 64 MB in a container.
+
+``remove_stale_shm()`` deletes the entries whose owning process ``<pid>`` no longer exists;
+the functions that start loky pools call it first, so each run tidies up after the last one
+instead of the leftovers growing without bound.
+
+    >>> stale_shm_entries()     # what a killed kernel left behind
+    >>> remove_stale_shm()      # how many entries were removed
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+SHM = Path("/dev/shm")
+# The owner's pid is part of the name: joblib's folders and loky's semaphores.
+_OWNED = re.compile(r"^(?:joblib_memmapping_folder_(\d+)_|sem\.loky-(\d+)-)")
+
+
+def owner_pid(name: str) -> int | None:
+    """The pid in a joblib/loky ``/dev/shm`` entry name, or None for other entries."""
+    if not isinstance(name, str):
+        raise TypeError(f"name: expected a /dev/shm entry name (str), got {type(name).__name__}")
+    match = _OWNED.match(name)
+    return int(match.group(1) or match.group(2)) if match else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def stale_shm_entries(root: str | os.PathLike = SHM) -> list[Path]:
+    """joblib/loky entries in ``root`` owned by this user whose process has exited."""
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root: expected a path (str or pathlib.Path), got {type(root).__name__}")
+    root = Path(root)
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:  # no /dev/shm (macOS, Windows): nothing to tidy
+        return []
+    stale = []
+    for name in names:
+        pid = owner_pid(name)
+        if pid is None or _alive(pid):
+            continue
+        path = root / name
+        try:
+            if path.lstat().st_uid == os.getuid():
+                stale.append(path)
+        except OSError:  # removed meanwhile
+            pass
+    return stale
+
+
+def remove_stale_shm(root: str | os.PathLike = SHM) -> int:
+    """Delete the entries ``stale_shm_entries`` finds; returns how many went."""
+    removed = 0
+    for path in stale_shm_entries(root):  # checks root
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            removed += 1
+        except OSError:  # another process tidied it first
+            pass
+    return removed

@@ -1,0 +1,169 @@
+"""What is this machine? The facts that decide what parallelism can show here.
+
+* **Cores.** ``os.cpu_count()`` counts the machine's cores, not the ones you may use. The
+  scheduler's *affinity* mask says which cores this process may run on, and a container's
+  cgroup *quota* (Binder's way of limiting you) says how much CPU time it gets per period:
+  a quota of 200000 µs per 100000 µs is two cores' worth, whatever the affinity says.
+* **BLAS.** numpy's matrix products run in a BLAS library (OpenBLAS, MKL, ...) with its own
+  thread pool, which ``threadpoolctl`` can inspect and limit.
+* **numba.** Its version, thread count and threading layer.
+* **GPU.** Whether an NVIDIA device is visible (looked up without initialising CUDA).
+* **Memory bandwidth.** Measured now with a large copy (``copy_bandwidth``).
+
+    >>> environment_report()
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def cores_by_affinity() -> int:
+    """Cores this process may be scheduled on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def cores_by_quota(root: str | os.PathLike = "/sys/fs/cgroup") -> float | None:
+    """CPU quota of this container in cores (quota / period), or None when unlimited/unknown."""
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root: expected a path (str or pathlib.Path), got {type(root).__name__}")
+    root = Path(root)
+    try:
+        quota, period = (root / "cpu.max").read_text().split()[:2]  # cgroup v2
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:  # cgroup v1
+        quota = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
+        period = int((root / "cpu" / "cpu.cfs_period_us").read_text())
+        return None if quota <= 0 else quota / period
+    except (OSError, ValueError):
+        return None
+
+
+def usable_cores() -> int:
+    """The number of cores worth running workers on: ``joblib.cpu_count()``.
+
+    joblib (through loky) already combines what the two functions above read: the affinity
+    mask, the cgroup quota and ``LOKY_MAX_CPU_COUNT``. A fractional quota is rounded up
+    (1.5 cores' worth of CPU time → 2 workers, each busy three quarters of the time), which is
+    also how joblib sizes its own pools, so a lesson's worker count matches joblib's.
+    """
+    import joblib
+
+    return max(1, int(joblib.cpu_count()))
+
+
+def blas_info() -> list[dict]:
+    """BLAS libraries loaded by numpy/scipy, with their thread counts (via threadpoolctl)."""
+    import numpy  # noqa: F401  (loads the BLAS that threadpoolctl then finds)
+    from threadpoolctl import threadpool_info
+
+    return [
+        {"library": p.get("internal_api"), "version": p.get("version"), "threads": p.get("num_threads")}
+        for p in threadpool_info()
+        if p.get("user_api") == "blas"
+    ]
+
+
+def gpu_devices() -> list[str]:
+    """NVIDIA device nodes visible to this process (empty list when there is no GPU)."""
+    return sorted(str(p) for p in Path("/dev").glob("nvidia[0-9]*"))
+
+
+@dataclass(frozen=True)
+class EnvironmentReport:
+    """Rows of (what, value) describing this machine; prints as a table."""
+
+    rows: tuple[tuple[str, str], ...]
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.rows)
+
+    def __repr__(self) -> str:
+        width = max(len(k) for k, _ in self.rows)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in self.rows)
+
+
+def environment_report(measure_bandwidth: bool = True) -> EnvironmentReport:
+    """Collect the report; ``measure_bandwidth=False`` skips the two bandwidth probes."""
+    from mlpar.core import validation
+
+    measure_bandwidth = validation.flag("measure_bandwidth", measure_bandwidth)
+    import numba
+    import numpy as np
+
+    from mlpar.core import threads
+
+    quota = cores_by_quota()
+    rows = [
+        ("python", platform.python_version()),
+        ("machine", f"{platform.system()} {platform.machine()}"),
+        ("cores (os.cpu_count)", str(os.cpu_count())),
+        ("cores (affinity)", str(cores_by_affinity())),
+        ("cores (cgroup quota)", "no limit" if quota is None else f"{quota:g}"),
+        ("cores usable (joblib.cpu_count)", str(usable_cores())),
+        ("numpy", np.__version__),
+    ]
+    blas = blas_info()
+    for lib in blas or [{"library": "not found", "version": "", "threads": ""}]:
+        rows.append(("BLAS", f"{lib['library']} {lib['version']}, {lib['threads']} threads"))
+    rows += [
+        ("numba", numba.__version__),
+        ("numba threads", str(threads.max_threads())),
+        ("numba threading layer", f"{numba.config.THREADING_LAYER} (active: {threads.threading_layer()})"),
+        ("GPU", ", ".join(gpu_devices()) or "none found"),
+        ("nvidia-smi", shutil.which("nvidia-smi") or "not installed"),
+    ]
+    if measure_bandwidth:
+        rows.append(("memory bandwidth, 1 core", f"{copy_bandwidth():.1f} GB/s (copy)"))
+        rows.append((f"memory bandwidth, {threads.max_threads()} threads",
+                     f"{copy_bandwidth(parallel=True):.1f} GB/s (copy)"))
+    return EnvironmentReport(tuple(rows))
+
+
+@functools.cache
+def _parallel_copy():
+    """numba's threaded copy, compiled on first use so that importing this module stays light."""
+    from numba import njit, prange
+
+    from mlpar.core import threads  # noqa: F401  (the thread-safe layer, before compiling)
+
+    @njit(parallel=True)
+    def parallel_copy(dst, src):
+        for i in prange(src.shape[0]):
+            dst[i] = src[i]
+
+    return parallel_copy
+
+
+def copy_bandwidth(megabytes: int = 128, repeat: int = 5, parallel: bool = False) -> float:
+    """Sustained memory bandwidth in GB/s, from copying a ``megabytes`` array.
+
+    ``parallel=False`` copies with numpy on one core; ``parallel=True`` splits the copy over
+    all of numba's threads. On many machines one core cannot keep the memory system busy, so
+    the two differ; the roofline's memory roof is the parallel figure. Counts 2 bytes moved per
+    byte copied (one read, one write). The array should be much larger than the last-level
+    cache, or the probe measures the cache instead.
+    """
+    import numpy as np
+
+    from mlpar.core import timing, validation
+
+    megabytes = validation.positive_int("megabytes", megabytes,
+                                        maximum=validation.memory_bytes() // (4 << 20))
+    repeat = validation.positive_int("repeat", repeat, maximum=1000)
+    parallel = validation.flag("parallel", parallel)
+    n = megabytes * (1 << 20) // 8
+    src = np.ones(n)
+    dst = np.empty_like(src)
+    copy = _parallel_copy() if parallel else np.copyto
+    t = timing.measure(copy, dst, src, name="copy", repeat=repeat, nbytes=2 * src.nbytes)
+    return t.gbps

@@ -1,0 +1,175 @@
+"""Checks for lesson 00: explicit parallelism with a pool, usable threads, implicit BLAS threads.
+
+Each check looks at *how* the student's code works where the exercise is about how: the tasks
+it hands to a pool, the number of BLAS threads in force when its matrix product runs. None of
+them times anything.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from mlpar.exercises import call, expect, expect_close, fmt, passed
+
+# --- Exercise 1: a sum of squares, split over a pool -------------------------------------------
+
+
+class RecordingExecutor:
+    """A real thread pool that also records every task handed to it (``submit`` or ``map``)."""
+
+    def __init__(self, workers: int = 2):
+        self._pool = ThreadPoolExecutor(max_workers=workers)
+        self._lock = threading.Lock()
+        self.tasks: list[tuple] = []  # (function, args) per task
+
+    def _record(self, fn, args):
+        with self._lock:
+            self.tasks.append((fn, args))
+
+    def submit(self, fn, /, *args, **kwargs):
+        self._record(fn, args + tuple(kwargs.values()))
+        return self._pool.submit(fn, *args, **kwargs)
+
+    def map(self, fn, *iterables, **kwargs):
+        columns = [list(it) for it in iterables]
+        for args in zip(*columns):
+            self._record(fn, args)
+        return self._pool.map(fn, *columns, **kwargs)
+
+    def shutdown(self):
+        self._pool.shutdown(wait=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+
+
+# (n, n_chunks): even split, a remainder, more chunks than the pool has threads, one chunk
+_SUM_CASES = [(1000, 2), (1001, 4), (17, 5), (10, 1)]
+
+
+def check_parallel_sum_of_squares(parallel_sum_of_squares) -> None:
+    """``parallel_sum_of_squares(x, executor, n_chunks)`` → Σ x², one pool task per chunk."""
+    name = "Exercise 1 (sum of squares on a pool)"
+    rng = np.random.default_rng(7)
+    for n, k in _SUM_CASES:
+        x = rng.standard_normal(n)
+        case = f"n={n}, n_chunks={k}"
+        with RecordingExecutor(workers=2) as pool:
+            got = call(name, parallel_sum_of_squares, x.copy(), pool, k)
+        expected = float(x @ x)
+        chunks = [a for _, args in pool.tasks for a in args if isinstance(a, np.ndarray)]
+        expect(name, len(pool.tasks) > 0,
+               f"{case}: no task reached the executor; call executor.map or executor.submit "
+               "so the chunks run on the pool, not in your own loop")
+        expect(name, len(pool.tasks) == k,
+               f"{case}: {len(pool.tasks)} task(s) reached the executor, expected one per chunk ({k})")
+        sizes = [c.size for c in chunks]
+        expect(name, len(chunks) == k and sum(sizes) == n,
+               f"{case}: the tasks received arrays of sizes {sizes}; expected {k} chunks that "
+               f"together hold the {n} elements once (np.array_split does that)")
+        expect(name, max(sizes) - min(sizes) <= 1,
+               f"{case}: chunk sizes {sizes} are unbalanced; the slowest task sets the pace, so "
+               "make them differ by at most one element")
+        try:
+            value = float(got)
+        except (TypeError, ValueError):
+            raise AssertionError(
+                f"{name}: {case}: expected a number, got {type(got).__name__}") from None
+        if not np.isclose(value, expected, rtol=1e-10):
+            head = float(x[: n - n % k] @ x[: n - n % k])
+            hint = ("; looks like the last n % n_chunks elements were dropped"
+                    if n % k and np.isclose(value, head, rtol=1e-10) else "")
+            raise AssertionError(f"{name}: {case}: got {fmt(value)}, expected {fmt(expected)}{hint}")
+    passed(name, f"{len(_SUM_CASES)} arrays, one task per chunk")
+
+
+# --- Exercise 2: how many busy threads are worth starting --------------------------------------
+
+_QUOTA_CASES = [  # (affinity cores, cgroup quota in cores or None, expected usable threads)
+    (2, None, 2),
+    (8, 2.0, 2),
+    (8, 1.5, 1),
+    (4, 16.0, 4),
+    (16, 0.5, 1),
+    (1, None, 1),
+]
+
+
+def check_usable_threads(usable_threads) -> None:
+    name = "Exercise 2 (usable threads)"
+    for affinity, quota, expected in _QUOTA_CASES:
+        got = call(name, usable_threads, affinity, quota)
+        if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
+            raise AssertionError(
+                f"{name}: usable_threads({affinity}, {quota}) returned "
+                f"{float(got) if isinstance(got, float) else fmt(got)} ({type(got).__name__}); "
+                "expected a whole number of threads (an int)")
+        if got != expected:
+            hint = ("a quota of q cores lets you run about floor(q) threads at full speed, "
+                    "but never fewer than 1, and never more than the affinity allows")
+            raise AssertionError(
+                f"{name}: usable_threads({affinity}, {quota}) returned {fmt(got)}, expected "
+                f"{expected}; {hint}"
+            )
+    passed(name, f"{len(_QUOTA_CASES)} machines")
+
+
+# --- Exercise 3: implicit parallelism under control --------------------------------------------
+
+_PRODUCTS = frozenset({np.dot, np.matmul, np.inner, np.tensordot, np.einsum, np.vdot})
+
+
+class _Watched(np.ndarray):
+    """An array that notes, at every matrix product it enters, how many BLAS threads are set."""
+
+    seen: list[int] = []
+
+    def _note(self):
+        from threadpoolctl import threadpool_info
+
+        counts = [p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"]
+        _Watched.seen.append(max(counts) if counts else 0)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if ufunc is np.matmul:
+            self._note()
+        plain = [np.asarray(i) if isinstance(i, _Watched) else i for i in inputs]
+        return getattr(ufunc, method)(*plain, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func in _PRODUCTS:
+            self._note()
+        plain = [np.asarray(a) if isinstance(a, _Watched) else a for a in args]
+        return func(*plain, **kwargs)
+
+    def dot(self, other, out=None):
+        self._note()
+        return np.asarray(self).dot(np.asarray(other), out=out)
+
+
+def check_one_blas_thread(matmul_one_blas_thread) -> None:
+    """``matmul_one_blas_thread(A, B)`` → A @ B, computed while BLAS runs one thread."""
+    from threadpoolctl import threadpool_limits
+
+    name = "Exercise 3 (one BLAS thread)"
+    rng = np.random.default_rng(3)
+    A, B = rng.random((60, 40)), rng.random((40, 30))
+    _Watched.seen = []
+    # Give BLAS two threads first, so a solution that sets no limit is seen even on one core.
+    with threadpool_limits(limits=2, user_api="blas"):
+        got = call(name, matmul_one_blas_thread, A.view(_Watched), B.view(_Watched))
+    seen = list(_Watched.seen)
+    expect(name, len(seen) > 0,
+           "no matrix product reached BLAS; compute A @ B (or np.dot) inside the limit, "
+           "rather than with Python loops")
+    expect(name, max(seen) == 1,
+           f"the matrix product ran with {max(seen)} BLAS threads; put it inside "
+           "`with threadpool_limits(limits=1, user_api='blas'):`")
+    expect_close(name, got, A @ B, what="the product", rtol=1e-12)
+    passed(name, "the product ran on one BLAS thread")

@@ -1,0 +1,170 @@
+"""Checks for the exercises of lesson 02 (parallel linear algebra).
+
+Each ``check_*`` calls the student's function on fresh inputs and compares it with a reference
+from ``mlpar``; where the exercise is about *how* the result is computed (rows on threads,
+products of tiles, no loop over samples) it also inspects the function (numba's record of its
+parallel loops, its syntax tree) or passes inputs that record what was done with them
+(``mlpar.exercises.structure.Recorder``). Timing never decides.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from mlpar.cpu import matmul as _matmul
+from mlpar.cpu import vectorized as _vectorized
+from mlpar.exercises import as_array, call, expect, expect_close, passed, structure
+
+#: Calls that hand a whole product to BLAS or hide a loop (numpy's own Python-level loops).
+BLAS_CALLS = {"dot", "matmul", "einsum", "tensordot", "inner", "vdot", "multi_dot", "gemm",
+              "dgemm"}
+HIDDEN_LOOPS = {"vectorize", "apply_along_axis", "fromiter", "frompyfunc", "map"}
+#: (n, m, p) shapes for the matrix products: square, odd, thin, and a single row.
+SHAPES = ((8, 8, 8), (12, 8, 16), (10, 7, 13), (5, 3, 2), (1, 9, 4), (33, 17, 29))
+
+
+def check_parallel_matmul(func) -> None:
+    """``func(a, b, c)``: C = A @ B written by a numba loop whose rows run on several threads."""
+    name = "Exercise 1 (parallel matmul over rows)"
+    expect(name, callable(func), f"expected a function, got {type(func).__name__}")
+    expect(name, hasattr(func, "targetoptions"),
+           "matmul_rows is a plain Python function; decorate it with @njit(parallel=True)")
+    expect(name, structure.is_parallel_numba(func),
+           "matmul_rows is compiled without parallel=True, so numba runs it on one thread")
+    with warnings.catch_warnings():  # a placeholder says "not done yet" before anything else
+        warnings.simplefilter("ignore")
+        call(name, func, np.ones((2, 2)), np.ones((2, 2)), np.empty((2, 2)))
+    tree = structure.source_tree(name, func)
+    blas = sorted(structure.calls(tree) & BLAS_CALLS)
+    expect(name, not blas and not structure.uses_matmul_operator(tree),
+           f"matmul_rows calls {', '.join(blas) or '@'}, which hands the product to BLAS; "
+           "write the loops yourself")
+    for n, m, p in SHAPES:
+        a, b = _matmul.random_matrices(n, m, p, seed=n * m + p)
+        c = np.full((n, p), np.nan)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            call(name, func, a, b, c)
+        expect_close(name, c, a @ b, what=f"C for ({n}, {m}) @ ({m}, {p})", rtol=1e-10,
+                     atol=1e-10)
+    loops = structure.prange_loops(func)
+    expect(name, loops > 0, "numba found no prange loop in matmul_rows (got 0 parallel loops "
+                            "from prange, expected at least 1): make the loop over rows a prange")
+    passed(name, f"{loops} parallel loop(s), no BLAS; equals a @ b for {len(SHAPES)} shapes")
+
+
+def check_blocked_matmul(func) -> None:
+    """``func(a, b, block)`` -> ``a @ b`` computed as products of tiles no larger than block."""
+    name = "Exercise 2 (blocked matmul)"
+    cases = [(8, 8, 8, 4), (12, 8, 16, 4), (10, 7, 13, 4), (5, 3, 2, 8), (9, 9, 9, 1),
+             (20, 11, 6, 5)]
+    for n, m, p, block in cases:
+        a0, b0 = _matmul.random_matrices(n, m, p, seed=n + m + p)
+        a = structure.Recorder(a0.copy())
+        b = structure.Recorder(b0.copy(), a.log)
+        got = call(name, func, a, b, block)
+        expect(name, np.array_equal(a, a0) and np.array_equal(b, b0),
+               "your function changed its inputs a or b; accumulate into a new array C instead")
+        multiple = n % block == 0 and m % block == 0 and p % block == 0
+        try:
+            expect_close(name, np.asarray(got) if isinstance(got, np.ndarray) else got, a0 @ b0,
+                         what=f"C for shapes ({n}, {m}) @ ({m}, {p}), block={block}",
+                         rtol=1e-10, atol=1e-10)
+        except AssertionError as err:
+            if not multiple:
+                raise AssertionError(
+                    f"{err}\nHint: the sizes here are not multiples of the block, so the edge "
+                    "tiles (the last in each direction) are smaller: slice up to "
+                    "min(i + block, n), or let numpy clip a slice that runs past the end"
+                ) from None
+            raise
+        products = a.log["products"]
+        expect(name, bool(products),
+               f"for shapes ({n}, {m}) @ ({m}, {p}) the check saw no product of tiles (got 0, "
+               "expected one per tile triple); multiply slices of a and b with @, and do not "
+               "convert them with np.asarray/np.array first (that hides them from the check)")
+        largest = max(max(shape) for operands in products for shape in operands if shape)
+        expect(name, largest <= block,
+               f"for block={block} a product took an operand with a side of {largest} (the "
+               f"whole matrix is ({n}, {m}) @ ({m}, {p})), expected every tile at most "
+               f"{block} × {block}: multiply a[i:i+block, k:k+block] @ b[k:k+block, j:j+block]")
+    passed(name, "equals a @ b, tile by tile, including edge tiles")
+
+
+def _no_python_loops(name: str, func, what: str) -> None:
+    tree = structure.source_tree(name, func)
+    found = structure.loops(tree)
+    expect(name, not found,
+           f"{what} has {len(found)} Python loop(s) (for, while or a comprehension), expected 0: "
+           "write it with whole-array operations")
+    hidden = sorted(structure.calls(tree) & HIDDEN_LOOPS)
+    expect(name, not hidden, f"{what} calls {', '.join(hidden)}, which runs a Python-level loop "
+                             "over the elements; use whole-array operations")
+
+
+def _expect_no_walks(name: str, log: dict, what: str) -> None:
+    expect(name, log["walks"] == 0,
+           f"{what} walked over its inputs row by row in Python ({log['walks']} row or element "
+           "accesses, expected 0); use whole-array operations")
+
+
+def check_gradient(func) -> None:
+    """``func(X, y, w)`` -> gradient of ½‖Xw − y‖², shape (d,), written with matrix operations."""
+    name = "Exercise 3 (gradient as matrix operations)"
+    call(name, func, np.ones((2, 2)), np.ones(2), np.ones(2))  # a placeholder: "not done yet"
+    _no_python_loops(name, func, "gradient")
+    for n, d, seed in [(50, 3, 0), (7, 11, 1), (1, 1, 2), (200, 5, 3)]:
+        X, y, _ = _vectorized.least_squares_data(n, d, seed=seed)
+        w = np.random.default_rng(seed + 100).standard_normal(d)
+        expected = _vectorized.gradient_loop(X, y, w)
+        Xr = structure.Recorder(X)
+        got = call(name, func, Xr, structure.Recorder(y, Xr.log), structure.Recorder(w, Xr.log))
+        _expect_no_walks(name, Xr.log, "gradient")
+        got = as_array(name, got, what=f"the gradient for X of shape {X.shape}", finite=False)
+        if got.shape != (d,) and got.size == d:
+            raise AssertionError(f"{name}: got shape {got.shape}, expected ({d},); w and y are "
+                                 "1-D vectors, so keep them 1-D (no [:, None] or .reshape)")
+        if got.shape == (d,) and not np.allclose(got, expected, rtol=1e-8, atol=1e-10):
+            if np.allclose(-got, expected, rtol=1e-8, atol=1e-10):
+                raise AssertionError(f"{name}: got minus the gradient (got {got[0]:.6g} at index "
+                                     f"0, expected {expected[0]:.6g}); the residual is X @ w - y")
+            if np.allclose(got * n, expected, rtol=1e-8, atol=1e-10) and n > 1:
+                raise AssertionError(f"{name}: got the gradient divided by n={n}; this lesson's "
+                                     "loss is ½‖Xw − y‖², a sum, not a mean")
+        expect_close(name, got, expected, what=f"the gradient for X of shape {X.shape}",
+                     rtol=1e-8, atol=1e-10)
+    passed(name, "no Python loop; Xᵀ(Xw − y) equals the per-sample loop")
+
+
+def check_squared_distances(func) -> None:
+    """``func(X, Y)`` -> squared Euclidean distances, shape (n, m), without Python loops."""
+    name = "Exercise 4 (squared distances)"
+    call(name, func, np.ones((2, 2)), np.ones((3, 2)))  # a placeholder: "not done yet"
+    _no_python_loops(name, func, "squared_distances")
+    # The last case measures points against themselves: the diagonal is exactly 0, where the
+    # cancellation in ‖x‖² + ‖y‖² − 2xᵀy can leave a tiny negative number.
+    for n, m, d, seed in [(6, 4, 3, 0), (1, 9, 2, 1), (5, 5, 1, 2), (30, 30, 7, 3)]:
+        X = _vectorized.random_points(n, d, seed=seed) * 10.0
+        Y = X if seed == 3 else _vectorized.random_points(m, d, seed=seed + 10)
+        expected = _vectorized.distances_loop(X, Y) ** 2
+        Xr = structure.Recorder(X)
+        got = call(name, func, Xr, structure.Recorder(Y, Xr.log))
+        _expect_no_walks(name, Xr.log, "squared_distances")
+        got = as_array(name, got, what=f"D² for X {X.shape} and Y {Y.shape}", finite=False)
+        if got.shape == (m, n) and n != m:
+            raise AssertionError(f"{name}: got shape {got.shape}, expected ({n}, {m}) "
+                                 "(transposed?): row i is point X[i], column j is point Y[j]")
+        if got.shape == expected.shape:
+            close = np.allclose(got, expected, rtol=1e-8, atol=1e-8)
+            if not close and np.allclose(got ** 2, expected, rtol=1e-8, atol=1e-8):
+                raise AssertionError(f"{name}: these are distances, not squared distances; "
+                                     "drop the square root")
+            if (got < 0).any():
+                raise AssertionError(f"{name}: got a negative squared distance {got.min():.3g}, "
+                                     "expected >= 0; rounding in ‖x‖² + ‖y‖² − 2xᵀy can go "
+                                     "below 0: clip at 0 (np.maximum(..., 0.0))")
+        expect_close(name, got, expected, what=f"D² for X {X.shape} and Y {Y.shape}",
+                     rtol=1e-8, atol=1e-8)
+    passed(name, "no Python loop; equals the loop over pairs")

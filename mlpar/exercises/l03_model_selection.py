@@ -1,0 +1,194 @@
+"""Checks for lesson 03's exercises: shuffled folds, a joblib-parallel cross-validation,
+Amdahl's serial fraction from one measurement.
+
+Each check runs the student's function on fresh inputs and compares with the package's own
+implementation; it raises ``AssertionError`` naming the exercise, the case and what was wrong,
+or prints one pass line. Whether the cross-validation runs in parallel is observed through a
+joblib backend that records the tasks it receives, never through timing.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+from joblib import parallel as joblib_parallel
+from joblib import parallel_config
+from joblib.parallel import ThreadingBackend
+
+from mlpar.algorithms.model_selection import cross_validation as ms
+from mlpar.cpu import scaling_laws
+from mlpar.exercises import as_array, call, expect, expect_close, fmt, passed
+
+KFOLD = "Exercise 1 (shuffled k-fold)"
+PARALLEL_CV = "Exercise 2 (parallel CV)"
+SERIAL_FRACTION = "Exercise 3 (serial fraction)"
+
+
+def _index_array(name: str, case: str, part, what: str) -> np.ndarray:
+    arr = as_array(name, part, what=f"{case}: {what}", ndim=1)
+    expect(name, np.all(arr == np.round(arr)), f"{case}: {what} should hold whole row numbers")
+    return arr.astype(np.int64)
+
+
+def _folds(name: str, got, n: int, k: int) -> list:
+    case = f"n={n}, k={k}"
+    expect(name, got is not None, f"{case}: got None; did the function forget to `return`?")
+    try:
+        pairs = list(got)
+    except TypeError:
+        raise AssertionError(f"{name}: {case}: expected a list of (train, test) pairs, "
+                             f"got {type(got).__name__}") from None
+    expect(name, len(pairs) == k, f"{case}: expected {k} (train, test) pairs, got {len(pairs)}")
+    out = []
+    for i, pair in enumerate(pairs):
+        try:
+            train, test = pair
+        except (TypeError, ValueError):
+            raise AssertionError(f"{name}: {case}: fold {i} should be a (train, test) pair, "
+                                 f"got {fmt(pair)}") from None
+        out.append((_index_array(name, case, train, f"fold {i}'s train rows"),
+                    _index_array(name, case, test, f"fold {i}'s test rows")))
+    return out
+
+
+def check_kfold(my_kfold) -> None:
+    """``my_kfold(n_samples, k, seed)`` -> list of k (train, test) integer index arrays.
+
+    Required: the test parts cover every row exactly once, sizes differ by at most one, each
+    train part is the complement of its test part, the rows are *shuffled* (a fold is not a
+    block of consecutive rows, and another seed gives other folds), and the same seed gives
+    the same folds.
+    """
+    name = KFOLD
+    for n, k in ((10, 3), (23, 5), (7, 7), (100, 4)):
+        case = f"n={n}, k={k}"
+        folds = _folds(name, call(name, my_kfold, n, k, 0), n, k)
+        tests = [te for _, te in folds]
+        everything = np.sort(np.concatenate(tests))
+        expect(name, np.array_equal(everything, np.arange(n)),
+               f"{case}: the test parts must hold each row 0..{n - 1} exactly once; "
+               f"together they hold {fmt(everything)}")
+        sizes = [len(te) for te in tests]
+        expect(name, max(sizes) - min(sizes) <= 1,
+               f"{case}: fold sizes should differ by at most 1, got {sizes} "
+               f"(expected sizes {n // k} or {n // k + 1})")
+        for i, (train, test) in enumerate(folds):
+            expected = np.setdiff1d(np.arange(n), test)
+            expect(name, np.array_equal(np.sort(train), expected),
+                   f"{case}: fold {i}'s train rows must be every row not in its test rows "
+                   f"(got {len(train)} train rows, expected {len(expected)})")
+    # Shuffled: with 100 rows a shuffled fold of 25 is a consecutive block with probability
+    # about 1e-20, and two seeds give the same first fold with about the same odds.
+    folds = _folds(name, call(name, my_kfold, 100, 4, 0), 100, 4)
+    blocks = [np.array_equal(np.sort(te), np.arange(te.min(), te.max() + 1)) for _, te in folds]
+    expect(name, not all(blocks),
+           "n=100, k=4: every test part is a block of consecutive rows; shuffle the row "
+           "numbers with np.random.default_rng(seed).permutation before cutting them")
+    other = _folds(name, call(name, my_kfold, 100, 4, 1), 100, 4)
+    expect(name, not np.array_equal(np.sort(folds[0][1]), np.sort(other[0][1])),
+           "n=100, k=4: seeds 0 and 1 gave the same first fold; the shuffle must depend on seed")
+    again = _folds(name, call(name, my_kfold, 100, 4, 0), 100, 4)
+    expect(name, all(np.array_equal(a[1], b[1]) for a, b in zip(folds, again, strict=True)),
+           "n=100, k=4: the same seed must give the same folds; use default_rng(seed), "
+           "not the global np.random")
+    passed(name, "shuffled, seeded folds; test parts partition the rows, train parts are "
+                 "their complements")
+
+
+class RecordingBackend(ThreadingBackend):
+    """A joblib thread backend that records what it is asked to run (for grading)."""
+
+    log: dict = {}
+
+    def configure(self, n_jobs=1, parallel=None, **kwargs):
+        type(self).log.setdefault("n_jobs", []).append(n_jobs)
+        return super().configure(n_jobs=n_jobs, parallel=parallel, **kwargs)
+
+    def submit(self, func, callback=None):
+        type(self).log["tasks"] = type(self).log.get("tasks", 0) + (
+            len(func) if hasattr(func, "__len__") else 1)
+        type(self).log.setdefault("threads", set())
+        return super().submit(self._in_worker(func), callback)
+
+    @staticmethod
+    def _in_worker(func):
+        def run():
+            RecordingBackend.log["threads"].add(threading.get_ident())
+            return func()
+
+        return run
+
+
+@contextmanager
+def recording_backend():
+    """Every joblib.Parallel inside runs on ``RecordingBackend``, whatever backend it names."""
+    RecordingBackend.log = {}
+    names = ("loky", "threading", "multiprocessing")
+    saved = {k: joblib_parallel.BACKENDS.get(k) for k in names}
+    try:
+        for k in names:
+            joblib_parallel.BACKENDS[k] = RecordingBackend
+        with parallel_config(backend=RecordingBackend()):
+            yield RecordingBackend.log
+    finally:
+        for k, v in saved.items():
+            joblib_parallel.BACKENDS[k] = v
+
+
+def check_parallel_cv(parallel_cv) -> None:
+    """``parallel_cv(model, X, y, folds, n_jobs)`` -> one score per fold, computed in parallel.
+
+    Structure: the folds must reach a joblib backend as one task each, with ``n_jobs``
+    workers (observed by a recording backend). Result: exactly the serial scores, in order.
+    """
+    name = PARALLEL_CV
+    X, y = ms.load_dataset("breast_cancer")
+    model = ms.make_model("logistic")
+    folds = ms.kfold(len(y), 4, seed=11)
+    reference = ms.cross_validate(model, X, y, folds).scores
+    with recording_backend() as log:
+        got = call(name, parallel_cv, model, X, y, folds, 2)
+    case = "4 folds, n_jobs=2"
+    got = as_array(name, got, what=f"{case}: the scores", ndim=1)
+    expect(name, got.shape == reference.shape,
+           f"{case}: expected {len(folds)} scores (one per fold), got {got.shape[0]}")
+    if not np.array_equal(got, reference):
+        if np.array_equal(np.sort(got), np.sort(reference)):
+            raise AssertionError(f"{name}: {case}: right scores in the wrong order; "
+                                 "keep the folds' order (Parallel returns results in order)")
+        raise AssertionError(
+            f"{name}: {case}: scores {fmt(got)} differ from the serial ones {fmt(reference)}; "
+            "call ms.fit_and_score(model, {}, X, y, train, test) for each fold")
+    requested = log.get("n_jobs", [])
+    expect(name, bool(requested),
+           f"{case}: no joblib.Parallel ran; the folds were scored one after another in "
+           "this process. Use Parallel(n_jobs=n_jobs)(delayed(...)(...) for ...)")
+    expect(name, any(j is not None and (j == -1 or j >= 2) for j in requested),
+           f"{case}: joblib.Parallel ran with n_jobs={requested[-1]}, expected the n_jobs "
+           "argument (2): pass n_jobs=n_jobs")
+    tasks = log.get("tasks", 0)
+    expect(name, tasks == len(folds),
+           f"{case}: the backend received {tasks} task(s), expected one per fold "
+           f"({len(folds)}): write one delayed(...) call per (train, test) pair")
+    passed(name, f"{len(folds)} folds ran as {tasks} joblib tasks on n_jobs=2; scores equal "
+                 "the serial ones exactly")
+
+
+def check_serial_fraction(serial_fraction) -> None:
+    """``serial_fraction(p, speedup)`` -> Amdahl's ``s`` from one measurement at ``p`` workers."""
+    name = SERIAL_FRACTION
+    for s, p in ((0.0, 2), (0.1, 2), (0.25, 4), (0.05, 64), (1.0, 8)):
+        speedup = float(scaling_laws.amdahl_speedup([p], s)[0])
+        got = call(name, serial_fraction, p, speedup)
+        what = f"s for p={p}, speedup={fmt(speedup)}"
+        expect(name, got is not None, f"{what}: got None; did the function forget to `return`?")
+        gustafson_s = (p - speedup) / (p - 1)  # the common mix-up: the other law inverted
+        if (isinstance(got, (int, float, np.number)) and abs(float(got) - gustafson_s) < 1e-9
+                and abs(gustafson_s - s) > 1e-6):
+            raise AssertionError(
+                f"{name}: {what} is {fmt(float(got))}, expected {fmt(s)}; that is Gustafson's "
+                "(p - S)/(p - 1). Amdahl's law to invert is S = 1/(s + (1 - s)/p)")
+        expect_close(name, got, s, what=what, rtol=1e-9, atol=1e-12)
+    passed(name, "Amdahl's law inverted correctly")

@@ -1,0 +1,162 @@
+"""Checks for lesson 05: a MapReduce gradient on shards, the time of a round, a round with
+stragglers.
+
+Exercise 1 is about *how* the gradient is computed, so its check watches the data: ``X`` and
+``y`` arrive as arrays that record every arithmetic operation on all n rows at once and every
+shard taken from them. A gradient computed on the whole data set is rejected even when its
+value is right.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlpar.cluster import tasks
+from mlpar.cluster.cost_model import CostModel
+from mlpar.cluster.engines import SimulatedEngine
+from mlpar.exercises import as_array, call, expect, expect_close, fmt, passed
+
+# numpy functions that compute with their arguments (not merely reshape or split them)
+_ARITHMETIC = {"dot", "matmul", "einsum", "tensordot", "inner", "vdot", "sum", "mean", "outer",
+               "multiply", "subtract", "add", "linalg.multi_dot", "multi_dot", "average"}
+
+
+class Watched(np.ndarray):
+    """An array that notes arithmetic on all ``full`` rows, and shards taken from them."""
+
+    def __array_finalize__(self, obj):
+        self.notes = getattr(obj, "notes", None)
+        self.full = getattr(obj, "full", None)
+
+    def _whole(self) -> bool:
+        return self.full is not None and self.full in self.shape
+
+    def __getitem__(self, key):
+        out = super().__getitem__(key)
+        if self._whole() and isinstance(out, np.ndarray) and out.ndim >= 1 and self.ndim == 2:
+            rows = out.shape[0] if self.shape[0] == self.full else None
+            if rows is not None and rows < self.full:
+                self.notes["shards"] += 1
+        return out
+
+    def _check(self, operands, name):
+        for a in operands:
+            if isinstance(a, Watched) and a._whole():
+                self.notes["whole"].add(name)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        self._check(inputs, ufunc.__name__)
+        plain = [np.asarray(a) if isinstance(a, Watched) else a for a in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(np.asarray(o) if isinstance(o, Watched) else o
+                                  for o in kwargs["out"])
+        return getattr(ufunc, method)(*plain, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func.__name__ in _ARITHMETIC:
+            self._check(args, func.__name__)
+        return super().__array_function__(func, types, args, kwargs)
+
+    def dot(self, other, out=None):
+        self._check((self, other), "dot")
+        return np.asarray(self).dot(np.asarray(other), out)
+
+
+def watched(X: np.ndarray, y: np.ndarray):
+    """Copies of ``X`` and ``y`` that share one record: {'whole': operations, 'shards': count}."""
+    notes = {"whole": set(), "shards": 0}
+    out = []
+    for a in (X, y):
+        v = np.array(a).view(Watched)
+        v.notes, v.full = notes, len(y)
+        out.append(v)
+    return out[0], out[1], notes
+
+
+def check_mapreduce_gradient(mapreduce_gradient) -> None:
+    """``mapreduce_gradient(X, y, w, n_workers)``: Σ of per-shard gradients, divided by n.
+
+    Value: (1/n) Xᵀ(Xw − y) for several splits, unequal shards included. How: with more than
+    one worker, no arithmetic may touch all n rows at once, and at least ``n_workers`` shards
+    must be taken from X.
+    """
+    name = "Exercise 1 (MapReduce gradient)"
+    rng = np.random.default_rng(5)
+    for n, d, m in ((12, 3, 1), (12, 3, 4), (101, 5, 7), (50, 2, 50)):
+        X, y, w = rng.normal(size=(n, d)), rng.normal(size=n), rng.normal(size=d)
+        Xw, yw, notes = watched(X, y)
+        got = call(name, mapreduce_gradient, Xw, yw, w.copy(), m)
+        case = f"n={n} rows, {_workers(m)}"
+        expect(name, got is not None,
+               f"{case}: your function returned None; did it forget to `return`?")
+        expect(name, isinstance(got, np.ndarray),
+               f"{case}: expected a numpy array of shape ({d},), got {type(got).__name__}")
+        got = as_array(name, got, what=f"the gradient ({case})", shape=(d,))
+        expected = X.T @ (X @ w - y) / n
+        if m > 1:
+            expect(name, not notes["whole"],
+                   f"{case}: your function computed on all {n} rows at once "
+                   f"({', '.join(sorted(notes['whole']))} on the whole X or y); each worker "
+                   "has only its shard: compute one partial gradient per shard, then add them")
+            expect(name, notes["shards"] >= m,
+                   f"{case}: expected at least {m} shards taken from X (X[rows], one per "
+                   f"worker), got {notes['shards']}")
+        if np.allclose(got, expected * m, rtol=1e-10) and m > 1 and not np.allclose(got, expected):
+            raise AssertionError(
+                f"{name}: {case}: got {fmt(got)}, expected {fmt(expected)}; it is {m}× too "
+                "large: did you divide by the shard size and add the shards' means?")
+        expect_close(name, got, expected, what=f"the gradient for {case}", rtol=1e-10, n=n)
+    passed(name, "per-shard gradients add up to the serial gradient for 1, 4, 7 and 50 workers")
+
+
+def _workers(m: int) -> str:
+    return "1 worker" if m == 1 else f"{m} workers"
+
+
+def _simulated_round(compute_times, message_time) -> float:
+    """The simulator's answer: one round, with worker i computing compute_times[i] seconds."""
+    m = len(compute_times)
+    eng = SimulatedEngine(m, CostModel(alpha=message_time, beta=0.0, per_sample=1e-3))
+    samples = [int(round(c * 1000)) for c in compute_times]
+    eng.gather([eng.submit(i, tasks.noop, samples=s, nbytes=0) for i, s in enumerate(samples)])
+    return eng.elapsed()
+
+
+def _number(name: str, got, case: str) -> float:
+    expect(name, got is not None, f"{case}: your function returned None; did it forget to `return`?")
+    value = as_array(name, got, what=f"the time ({case})", shape=(), finite=False)
+    expect(name, np.isfinite(value), f"{case}: the time is {fmt(float(value))}, expected a finite number")
+    return float(value)
+
+
+def check_round_time(round_time) -> None:
+    """``round_time(n_workers, message_time, compute_time)``: equal workers, closed form."""
+    name = "Exercise 2 (time of a round)"
+    for m, t, c in ((1, 1.0, 5.0), (3, 1.0, 2.0), (3, 1.0, 0.5), (10, 0.2, 1.0), (64, 0.01, 0.1)):
+        case = f"{_workers(m)}, messages of {t} s, compute of {c} s"
+        got = _number(name, call(name, round_time, m, t, c), case)
+        expected = _simulated_round([c] * m, t)
+        if not np.isclose(got, expected, rtol=1e-9):
+            raise AssertionError(
+                f"{name}: {case}: got {fmt(got)}, the simulator says {fmt(expected)}. When does "
+                "the last worker receive w? Can replies overtake the broadcast on the server's "
+                "one link?")
+    passed(name, "agrees with the simulator, compute-bound and link-bound cases")
+
+
+def check_simulate_round(simulate_round) -> None:
+    """``simulate_round(compute_times, message_time)`` with unequal workers (stragglers)."""
+    name = "Exercise 3 (a round with stragglers)"
+    rng = np.random.default_rng(7)
+    cases = [[2.0, 2.0, 10.0], [10.0, 2.0, 2.0], [1.0], [0.5, 0.5, 0.5, 0.5]]
+    cases += [list(np.round(rng.exponential(2.0, size=9), 3)) for _ in range(3)]
+    for compute in cases:
+        case = f"compute times {compute} and 1 s messages"
+        got = _number(name, call(name, simulate_round, list(compute), 1.0), case)
+        expected = _simulated_round(compute, 1.0)
+        if not np.isclose(got, expected, rtol=1e-9):
+            raise AssertionError(
+                f"{name}: {case}: got {fmt(got)}, the simulator says {fmt(expected)}. Replies "
+                "use the server's link first come, first served: in the order the workers "
+                "finish, not in worker order, and never before the broadcast is over.")
+    passed(name, "agrees with the simulator on 7 rounds, stragglers included")

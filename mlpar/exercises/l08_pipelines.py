@@ -1,0 +1,146 @@
+"""Checks for lesson 08: GPipe's makespan and bubble, a 1F1B order, one tile with its halo."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlpar.algorithms.pipeline import domain
+from mlpar.algorithms.pipeline import schedules as sc
+from mlpar.algorithms.pipeline import simulator as sim
+from mlpar.exercises import as_array, call, expect, fmt, passed
+
+# Hidden cases, different from the lesson's examples: (p, m, t_f, t_b)
+GPIPE_CASES = ((4, 8, 1.0, 2.0), (3, 5, 0.5, 1.5), (8, 4, 2.0, 2.0), (1, 6, 1.0, 1.0), (6, 1, 1.0, 3.0),
+               (5, 13, 0.25, 0.75))
+
+
+def check_gpipe_prediction(gpipe_prediction) -> None:
+    """``gpipe_prediction(p, m, t_f, t_b)`` → (makespan, idle fraction), against the simulator."""
+    name = "Exercise 1 (GPipe's makespan and bubble)"
+    for p, m, t_f, t_b in GPIPE_CASES:
+        case = f"p={p}, m={m}, t_f={fmt(t_f)}, t_b={fmt(t_b)}"
+        got = call(name, gpipe_prediction, p, m, t_f, t_b)
+        pair = as_array(name, got, what=f"the result for {case}", shape=(2,), finite=False)
+        expect(name, np.all(np.isfinite(pair)), f"{case}: the result contains NaN or infinity")
+        makespan, idle = (float(x) for x in pair)
+        run = sim.simulate(sc.gpipe(p, m), t_f=t_f, t_b=t_b)
+        if not np.isclose(makespan, run.makespan, rtol=1e-9):
+            hint = ""
+            if np.isclose(makespan, m * (t_f + t_b)):
+                hint = "; that is the time without a bubble: the pipeline must fill and drain"
+            elif np.isclose(makespan, (m + p) * (t_f + t_b)):
+                hint = "; off by one stage: the first micro-batch's own trip is counted twice"
+            raise AssertionError(f"{name}: {case}: makespan {fmt(makespan)}, the simulator says "
+                                 f"{fmt(run.makespan)}{hint}")
+        if not np.isclose(idle, run.idle_fraction, rtol=1e-9, atol=1e-12):
+            hint = ""
+            if m > 0 and np.isclose(idle, (p - 1) / m):
+                hint = ("; (p-1)/m is the bubble over the *ideal* time, not the idle fraction of "
+                        "p × makespan")
+            raise AssertionError(f"{name}: {case}: idle fraction {fmt(idle)}, the simulator says "
+                                 f"{fmt(run.idle_fraction)}{hint}")
+    passed(name, f"{len(GPIPE_CASES)} hidden cases agree with the simulator")
+
+
+def as_order(name: str, got, case: str, stage: int) -> list[sc.Op]:
+    """The student's order as ``Op``s, or an AssertionError saying what is wrong with it."""
+    if got is None:
+        raise AssertionError(f"{name}: {case}: the order is None; did the function forget to `return`?")
+    if isinstance(got, (str, bytes)) or not hasattr(got, "__iter__"):
+        raise AssertionError(f"{name}: {case}: expected a list of ('F', i) and ('B', i) pairs, "
+                             f"got {type(got).__name__}")
+    ops = []
+    for item in got:
+        try:
+            kind, micro = item
+            micro_int = int(micro)
+        except (TypeError, ValueError):
+            raise AssertionError(f"{name}: {case}: expected ('F', i) or ('B', i) pairs, got "
+                                 f"{item!r}") from None
+        if kind not in ("F", "B") or micro_int != micro:
+            raise AssertionError(f"{name}: {case}: expected ('F', i) or ('B', i) with an integer i, "
+                                 f"got {item!r}")
+        ops.append(sc.Op(kind, micro_int, stage))
+    return ops
+
+
+def check_one_f_one_b_order(order_for_stage) -> None:
+    """``order_for_stage(p, m, stage)``: the 1F1B order, checked by simulating it in a pipeline."""
+    name = "Exercise 2 (the 1F1B order of one stage)"
+    cases = ((4, 8, 0), (4, 8, 2), (4, 8, 3), (3, 2, 0), (5, 3, 1), (2, 1, 0))
+    for p, m, stage in cases:
+        case = f"p={p}, m={m}, stage {stage}"
+        ops = as_order(name, call(name, order_for_stage, p, m, stage), case, stage)
+        needed = sorted(sc.Op(k, i, stage) for k in "FB" for i in range(m))
+        if sorted(ops) != needed:
+            missing = sorted(set(needed) - set(ops))
+            extra = len(ops) - len(set(ops))
+            raise AssertionError(f"{name}: {case}: each F and B of micro-batches 0..{m - 1} must "
+                                 f"appear once; missing {missing[:4]}, repeated {extra}")
+        orders = [tuple(ops) if d == stage else tuple(sc.one_f_one_b_order(p, m, d)) for d in range(p)]
+        schedule = sc.Schedule("yours", p, m, 1, tuple(orders))
+        try:
+            run = sim.simulate(schedule, t_f=1.0, t_b=2.0)
+        except ValueError as exc:
+            raise AssertionError(f"{name}: {case}: the pipeline cannot run this order: {exc}") from None
+        limit = min(p - stage, m)
+        held = int(run.peak_activations[stage])
+        if held > limit:
+            hint = " (this is the GPipe order)" if held == m else ""
+            raise AssertionError(f"{name}: {case}: stage {stage} holds the activations of {held} "
+                                 f"micro-batches at once, 1F1B needs at most min(p-s, m) = {limit}{hint}")
+        gpipe = sim.simulate(sc.gpipe(p, m), t_f=1.0, t_b=2.0).makespan
+        if run.makespan > gpipe + 1e-9:
+            raise AssertionError(f"{name}: {case}: makespan {fmt(run.makespan)}, slower than "
+                                 f"GPipe's {fmt(gpipe)}: start with min(p-1-s, m) forwards so the "
+                                 "pipeline fills before the first backward")
+    passed(name, f"{len(cases)} stages simulated: valid, at most min(p-s, m) activations, as fast as GPipe")
+
+
+def check_convolve_tile(convolve_tile) -> None:
+    """``convolve_tile(image, kernel, start, stop)`` → (rows start..stop of the output, halo bytes).
+
+    Rows of the image further than ⌊k/2⌋ from the tile are NaN, so a function that reads them
+    (the whole image, or too wide a halo in its result) shows it.
+    """
+    name = "Exercise 3 (one tile with its halo)"
+    image = domain.synthetic_image(30, 12, seed=7)
+    cases = [(3, 10, 20), (3, 0, 10), (3, 20, 30), (5, 8, 17), (5, 0, 30), (7, 27, 30)]
+    for k, start, stop in cases:
+        kernel = domain.random_kernels(1, k, seed=k)[0]
+        h = k // 2
+        case = f"k={k}, rows {start}..{stop}"
+        masked = np.full_like(image, np.nan)
+        lo, hi = max(start - h, 0), min(stop + h, len(image))
+        masked[lo:hi] = image[lo:hi]
+        got = call(name, convolve_tile, masked, kernel.copy(), start, stop)
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise AssertionError(f"{name}: {case}: expected a pair (output rows, halo bytes), got "
+                                 f"{type(got).__name__}")
+        out = as_array(name, got[0], what=f"the output for {case}", shape=(stop - start, image.shape[1]),
+                       finite=False)
+        expected = domain.convolve_same(image, kernel[None])[start:stop]
+        if np.isnan(out).any():
+            raise AssertionError(f"{name}: {case}: the output has NaN: the tile read rows further "
+                                 f"than ⌊k/2⌋ = {h} from its own (they are NaN in this check)")
+        wrong = np.flatnonzero(~np.isclose(out, expected, rtol=1e-9, atol=1e-12).all(axis=1))
+        if wrong.size:
+            hint = (" the tile's edge rows are wrong: is the halo missing?"
+                    if set(wrong) <= {0, stop - start - 1} else "")
+            raise AssertionError(f"{name}: {case}: output rows {(wrong + start).tolist()[:6]} differ "
+                                 f"from the full convolution;{hint}")
+        want = ((start - lo) + (hi - stop)) * image.shape[1] * 8
+        try:
+            nbytes = float(got[1])
+        except (TypeError, ValueError):
+            raise AssertionError(f"{name}: {case}: halo bytes should be a number, got "
+                                 f"{type(got[1]).__name__}") from None
+        if nbytes != want:
+            hint = ""
+            if want and np.isclose(nbytes, want * k / h):
+                hint = ": looks like k rows of halo instead of ⌊k/2⌋"
+            elif nbytes == 0 and want:
+                hint = ": the rows received from the neighbours count"
+            raise AssertionError(f"{name}: {case}: halo bytes {fmt(nbytes)}, expected {want} "
+                                 f"(⌊k/2⌋ rows from each neighbour that exists, 8 bytes a pixel){hint}")
+    passed(name, f"{len(cases)} tiles equal the full convolution, halo bytes as the formula says")

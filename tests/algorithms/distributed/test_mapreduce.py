@@ -1,0 +1,103 @@
+import numpy as np
+import pytest
+
+from mlpar.algorithms.distributed import house_prices, mapreduce
+from mlpar.cluster.cost_model import CostModel
+from mlpar.core import splits
+
+
+@pytest.fixture(scope="module")
+def data():
+    return house_prices.load()
+
+
+def test_mapreduce_equals_serial_gradient_descent_on_every_engine(engine_factory, data):
+    X, y = data
+    serial = mapreduce.serial_gradient_descent(X, y, lr=0.5, n_iter=20)
+    eng = engine_factory(2)
+    r = mapreduce.gradient_descent(X, y, engine=eng, lr=0.5, n_iter=20)
+    assert r.engine == eng.name and r.n_workers == 2
+    np.testing.assert_allclose(r.weights, serial.weights, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(r.losses, serial.losses, rtol=1e-12)
+    assert np.all(np.diff(r.times) >= 0)
+
+
+@pytest.mark.parametrize("m", [1, 3, 7, 64])
+def test_any_number_of_workers_gives_the_serial_weights(data, m):
+    X, y = data
+    serial = mapreduce.serial_gradient_descent(X, y, lr=0.5, n_iter=10)
+    r = mapreduce.gradient_descent(X, y, n_workers=m, lr=0.5, n_iter=10)
+    np.testing.assert_allclose(r.weights, serial.weights, rtol=1e-12, atol=1e-9)
+
+
+def test_serial_gradient_descent_reaches_least_squares(data):
+    X, y = data
+    r = mapreduce.serial_gradient_descent(X, y, lr=0.5, n_iter=400)
+    np.testing.assert_allclose(r.weights, np.linalg.lstsq(X, y, rcond=None)[0], rtol=1e-6)
+    assert np.all(np.diff(r.losses) <= 1e-9)  # monotone, up to rounding at the optimum
+
+
+def test_shards_cover_every_row_once():
+    parts = splits.shards(10, 3)
+    assert [(s.start, s.stop) for s in parts] == [(0, 3), (3, 7), (7, 10)]
+    with pytest.raises(ValueError, match="n_workers: expected at most n_samples = 10"):
+        splits.shards(10, 11)
+
+
+def test_bigger_messages_cost_more_virtual_time(data):
+    X, y = data
+    cost = CostModel(alpha=1e-4, beta=1e-9)
+    small = mapreduce.gradient_descent(X, y, n_workers=4, n_iter=2, cost=cost)
+    big = mapreduce.gradient_descent(X, y, n_workers=4, n_iter=2, cost=cost, message_bytes=10**7)
+    assert big.time_per_iteration > small.time_per_iteration + 8 * 1e-2 * 0.99
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"n_workers": 0}, ValueError, "n_workers"),
+        ({"n_workers": 5000}, ValueError, "n_workers: expected at most"),
+        ({"engine": "spark"}, ValueError, "engine: expected one of"),
+        ({"lr": -0.1}, ValueError, "lr"),
+        ({"n_iter": 0}, ValueError, "n_iter"),
+        ({"cost": CostModel(), "n_workers": 2.5}, TypeError, "n_workers"),
+    ],
+)
+def test_bad_input(data, kwargs, error, match):
+    X, y = data
+    with pytest.raises(error, match=match):
+        mapreduce.gradient_descent(X, y, **kwargs)
+
+
+def test_mismatched_data():
+    with pytest.raises(ValueError, match="y"):
+        mapreduce.gradient_descent(np.ones((4, 2)), np.ones(3))
+    with pytest.raises(TypeError, match="X"):
+        mapreduce.gradient_descent([[1.0]], np.ones(1))
+
+
+def test_one_round_and_the_result_type(data):
+    from mlpar.algorithms.distributed import least_squares
+    from mlpar.algorithms.training import TrainingResult
+    from mlpar.cluster.engines import SimulatedEngine
+
+    X, y = data
+    w = np.linspace(-1, 1, X.shape[1])
+    eng = SimulatedEngine(5)
+    g, sse = mapreduce.mapreduce_round(eng, mapreduce.place_shards(eng, X, y), w)
+    np.testing.assert_allclose(g / len(y), least_squares.gradient(X, y, w), rtol=1e-12)
+    assert sse / (2 * len(y)) == pytest.approx(least_squares.loss(X, y, w), rel=1e-12)
+    r = mapreduce.gradient_descent(X, y, n_workers=2, n_iter=3)
+    assert isinstance(r, TrainingResult) and r.clock == "virtual" and r.n_updates == 3
+    assert isinstance(mapreduce.serial_gradient_descent(X, y, n_iter=2), TrainingResult)
+
+
+def test_calibrated_prediction_on_processes(data, process_census):
+    from mlpar.cluster.engines import ProcessEngine
+
+    X, y = house_prices.load(20_000)
+    with ProcessEngine(2) as eng:
+        p = mapreduce.measure_and_predict(eng, X, y, n_iter=3, repeat=2)
+    assert p.engine == "processes" and p.n_workers == 2
+    assert p.measured > 0 and p.predicted > 0 and p.error >= 1
+    assert p.cost.alpha >= 0 and p.cost.latency >= 0

@@ -1,0 +1,40 @@
+"""The svm benchmark family runs in quick mode and reports every figure against its target."""
+
+import json
+import math
+
+from mlpar import bench
+from mlpar.benchmarks import svm
+
+
+def test_quick_run_and_report():
+    assert "svm" in bench.families()
+    figures = svm.run(quick=True)
+    json.dumps(figures)  # --json must be able to write it
+    for key in ("smo_over_svc", "kernel_speedup", "smo_fit_s", "svc_fit_s", "kernel_1_thread_s"):
+        assert math.isfinite(figures[key]) and figures[key] > 0, key
+    assert figures["smo_over_svc"] == figures["smo_fit_s"] / figures["svc_fit_s"]
+    # The SMO/SVC grid: one row per quick grid point, each with its ratio and correctness.
+    grid = figures["grid"]
+    assert [(g["n"], g["C"], g["gamma"]) for g in grid] == [
+        (n, C, g) for n in svm.QUICK_GRID["n"] for C in svm.QUICK_GRID["C"]
+        for g in svm.QUICK_GRID["gamma"]]
+    for g in grid:
+        assert g["ratio"] == g["fast_s"] / g["svc_s"] > 0
+        assert g["objective_rel_diff"] <= svm.OBJECTIVE_RTOL  # deterministic: same problem
+        assert g["support_differ"] <= max(3, 0.03 * g["n_support"])
+    # Deterministic parts: the same solve on every run and machine.
+    assert 0.8 < figures["full_accuracy"] <= 1.0
+    assert abs(figures["cascade_gap_points"]) <= 1.0
+    text = svm.report(figures)
+    assert text.count("target") == 5
+    assert "SMO fit" in text and "RBF kernel matrix" in text and "cascade" in text
+    assert text.count("\n") >= len(grid) + 4  # a header and one line per grid point
+
+
+def test_alternating_best_warms_up_and_times_each_function():
+    calls = []
+    best = svm.alternating_best({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+                                repeat=2)
+    assert calls == ["a", "b", "a", "b", "a", "b"]  # one warm-up each, then in turn
+    assert set(best) == {"a", "b"} and all(v >= 0 for v in best.values())

@@ -1,0 +1,41 @@
+import psutil
+import pytest
+
+from mlpar.cluster.dask_cluster import dask_client
+
+
+def _children():
+    # multiprocessing's resource tracker is started once per interpreter and stays by design
+    return {
+        p.pid
+        for p in psutil.Process().children(recursive=True)
+        if "resource_tracker" not in " ".join(p.cmdline())
+    }
+
+
+@pytest.mark.parametrize("processes", [True, False])
+def test_local_cluster_runs_on_loopback_and_closes(processes):
+    before = _children()
+    with dask_client(n_workers=2, processes=processes) as client:
+        assert client.scheduler.address.startswith("tcp://127.0.0.1:")
+        assert client.submit(sum, [1, 2, 3]).result() == 6
+        assert len(client.scheduler_info()["workers"]) == 2
+    assert client.status == "closed"
+    # worker processes are gone once the block ends
+    assert _children() - before == set()
+
+
+def test_existing_scheduler_by_address():
+    with dask_client(n_workers=1) as outer:
+        with dask_client(outer.scheduler.address) as inner:
+            assert inner.submit(len, "abc").result() == 3
+        assert outer.submit(len, "ab").result() == 2
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="n_workers: expected a positive integer, got 0"):
+        with dask_client(n_workers=0):
+            pass
+    with pytest.raises(TypeError, match="address: expected a scheduler address string"):
+        with dask_client(8786):
+            pass

@@ -1,0 +1,43 @@
+import numpy as np
+import pytest
+
+from mlpar.cluster.cost_model import CostModel
+from mlpar.cluster.peer_network import PeerNetwork
+
+
+def test_send_copies_counts_and_prices():
+    net = PeerNetwork(3, CostModel(alpha=1.0, beta=0.5))
+    x = np.ones(2)
+    got = net.send(0, 1, x, start=0.0)
+    got[0] = 7.0
+    assert x[0] == 1.0  # the receiver has its own copy
+    assert net.bytes_sent.tolist() == [16, 0, 0] and net.bytes_received.tolist() == [0, 16, 0]
+    assert net.elapsed() == 1.0 + 0.5 * 16
+    # full duplex: 1 → 0 does not wait for 0 → 1; 0 → 2 waits for 0's out-link
+    assert net.transfer(1, 0, 0, start=0.0) == 1.0
+    assert net.transfer(0, 2, 0, start=0.0) == 9.0 + 1.0
+
+
+def test_transfer_many_equals_one_by_one():
+    cost = CostModel(alpha=1e-3, beta=1e-6)
+    rng = np.random.default_rng(0)
+    src = rng.integers(0, 6, 50)
+    dst = (src + rng.integers(1, 6, 50)) % 6
+    starts = rng.uniform(0, 0.01, 50)
+    a, b = PeerNetwork(6, cost), PeerNetwork(6, cost)
+    a.transfer_many(src, dst, 100, starts)
+    for i, j, t in zip(src, dst, starts):
+        b.transfer(int(i), int(j), 100, float(t))
+    assert np.array_equal(a.ready, b.ready) and np.array_equal(a.bytes_sent, b.bytes_sent)
+    assert a.elapsed() == b.elapsed()
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="dst: expected a node other than src"):
+        PeerNetwork(2).send(0, 0, np.zeros(1))
+    with pytest.raises(ValueError, match="src: expected an integer <= 1"):
+        PeerNetwork(2).transfer(2, 0, 8)
+    with pytest.raises(TypeError, match="cost: expected a CostModel"):
+        PeerNetwork(2, cost="fast")
+    with pytest.raises(ValueError, match="sources, destinations"):
+        PeerNetwork(2).transfer_many([0], [0], 8, [0.0])

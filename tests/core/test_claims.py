@@ -1,0 +1,88 @@
+import math
+
+import pytest
+
+from mlpar.claims import all_claims, lesson_modules
+from mlpar.core import claims
+
+
+def test_a_claim_that_holds_prints_a_tick_without_a_cause():
+    c = claims.check("01", "fast", 150.0, at_least=100, unit="×")
+    assert c.held is True and c.why_not == ""
+    assert repr(c) == "✓ [01] fast: 150× (needs >= 100×)"
+
+
+def test_a_claim_that_fails_names_a_cause():
+    c = claims.check("05", "model within 1.3×", 2.4, at_most=1.3, cause="latency not calibrated")
+    assert c.held is False
+    assert repr(c).startswith("✗ [05] model within 1.3×: 2.4 (needs <= 1.3)")
+    assert "likely cause: latency not calibrated" in repr(c)
+
+
+@pytest.mark.parametrize("value", [None, float("nan")])
+def test_an_unmeasured_claim_is_neither(value):
+    c = claims.check("01", "x", value, at_least=1)
+    assert c.held is None and math.isnan(c.value) and repr(c).startswith("? [01] x: not measured")
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({}, ValueError, "exactly one threshold"),
+    ({"at_least": 1, "at_most": 2}, ValueError, "exactly one threshold"),
+    ({"at_least": "1"}, TypeError, "at_least"),
+])
+def test_bad_thresholds(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        claims.check("01", "x", 1.0, **kwargs)
+
+
+def test_unknown_lesson():
+    with pytest.raises(ValueError, match="lesson"):
+        claims.check("99", "x", 1.0, at_least=1)
+
+
+def test_every_lesson_module_registers_callables():
+    assert "l01_loops_to_threads" in lesson_modules()
+    assert all(callable(f) for f in all_claims())
+
+
+def test_the_lesson_01_claim_runs_quick():
+    from mlpar.claims.l01_loops_to_threads import numpy_beats_the_python_loop
+
+    c = numpy_beats_the_python_loop(quick=True)
+    assert c.lesson == "01" and c.value > 1  # the threshold itself is the benchmark's to judge
+
+
+def _scaling(product, horner):
+    from mlpar.core.timing import Timing
+
+    # best times per thread count (1, 2): the claims only divide them
+    n = 1 << 16  # 32 bytes per element of the product
+    return {("product", 1): Timing("p1", (product[0],), 0.0, nbytes=32 * n),
+            ("product", 2): Timing("p2", (product[1],), 0.0, nbytes=32 * n),
+            ("horner", 1): Timing("h1", (horner[0],), 0.0),
+            ("horner", 2): Timing("h2", (horner[1],), 0.0)}
+
+
+def test_lesson_01_thread_claims_judge_the_measured_speedups():
+    from mlpar.claims import l01_loops_to_threads as l01
+
+    contrast = _scaling(product=(1.0, 0.9), horner=(2.0, 1.0))
+    compute = l01.threads_speed_up_compute_bound_work(True, scaling=contrast)
+    memory = l01.memory_bound_work_gains_less(True, scaling=contrast)
+    assert compute.held and compute.value == 2.0 and compute.unit == "×"
+    assert memory.held and abs(memory.value - 1 / 0.9) < 1e-12
+    both_scale = _scaling(product=(2.0, 1.05), horner=(2.0, 1.0))
+    failed = l01.memory_bound_work_gains_less(True, scaling=both_scale)
+    assert failed.held is False and "of the memory roof" in failed.why_not
+    assert l01.threads_speed_up_compute_bound_work(
+        True, scaling=_scaling(product=(1, 1), horner=(1.0, 0.8))).held is False
+    one_thread = {k: v for k, v in contrast.items() if k[1] == 1}
+    for claim in (l01.threads_speed_up_compute_bound_work, l01.memory_bound_work_gains_less):
+        c = claim(True, scaling=one_thread)  # no second thread: neither held nor broken
+        assert c.held is None and "only one thread" in c.why_not
+
+
+def test_lesson_01_registers_four_claims():
+    from mlpar.claims import l01_loops_to_threads as l01
+
+    assert len(l01.CLAIMS) == 4 and all(callable(f) for f in l01.CLAIMS)

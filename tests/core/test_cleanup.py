@@ -1,0 +1,33 @@
+"""mlpar.core.cleanup: what killed processes leave in /dev/shm is found and removed."""
+
+import os
+import subprocess
+import sys
+
+from mlpar.core import cleanup
+
+
+def test_owner_pid_reads_joblib_and_loky_names():
+    assert cleanup.owner_pid("joblib_memmapping_folder_123_abc_def") == 123
+    assert cleanup.owner_pid("sem.loky-456-xyz") == 456
+    assert cleanup.owner_pid("psm_1234") is None
+
+
+def test_only_entries_of_dead_processes_are_removed(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead_pid = int(dead.stdout)
+    (tmp_path / f"joblib_memmapping_folder_{dead_pid}_a_b").mkdir()
+    (tmp_path / f"sem.loky-{dead_pid}-q1").write_bytes(b"")
+    alive = tmp_path / f"joblib_memmapping_folder_{os.getpid()}_c_d"
+    alive.mkdir()
+    other = tmp_path / "psm_unrelated"
+    other.write_bytes(b"")
+    assert {p.name for p in cleanup.stale_shm_entries(tmp_path)} == {
+        f"joblib_memmapping_folder_{dead_pid}_a_b", f"sem.loky-{dead_pid}-q1"}
+    assert cleanup.remove_stale_shm(tmp_path) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([alive.name, other.name])
+
+
+def test_a_missing_folder_is_not_an_error(tmp_path):
+    assert cleanup.stale_shm_entries(tmp_path / "nowhere") == []

@@ -1,0 +1,86 @@
+import platform
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mlpar.cpu import elementwise as ew
+
+VARIANTS = [ew.product_broadcast, ew.product_scalar, ew.product_simd, ew.product_parallel]
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(min_value=1, max_value=5000), seed=st.integers(0, 2**32 - 1))
+def test_every_variant_equals_numpy(n, seed):
+    x, y = ew.random_vectors(n, seed=seed)
+    expected = np.multiply(x, y)
+    assert np.array_equal(ew.product_loop(x, y), expected)
+    for variant in VARIANTS:
+        assert np.array_equal(variant(x, y), expected), variant.__name__
+        out = np.empty(n)
+        assert variant(x, y, out) is out and np.array_equal(out, expected)
+
+
+def test_random_vectors_are_reproducible():
+    a = ew.random_vectors(10, seed=3)
+    b = ew.random_vectors(10, seed=3)
+    assert all(np.array_equal(p, q) for p, q in zip(a, b))
+    assert not np.array_equal(a[0], ew.random_vectors(10, seed=4)[0])
+    assert a[0].min() >= 0.5 and a[0].max() < 1.5
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(1, 2000), degree=st.integers(0, 40))
+def test_horner_equals_polyval(n, degree):
+    rng = np.random.default_rng(n)
+    x = rng.uniform(-1, 1, n)
+    c = rng.uniform(-1, 1, degree + 1)
+    np.testing.assert_allclose(ew.horner(x, c), np.polyval(c, x), rtol=1e-10, atol=1e-12)
+
+
+def test_horner_flops():
+    assert ew.horner_flops(10, 32) == 640
+    with pytest.raises(ValueError, match="degree"):
+        ew.horner_flops(10, 0)
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 instruction names")
+def test_scalar_build_has_no_packed_multiply_and_simd_build_has():
+    assert all("mulsd" in i for i in ew.multiply_instructions("scalar"))
+    assert any("mulpd" in i for i in ew.multiply_instructions("simd"))
+
+
+@pytest.mark.parametrize("variant", [ew.product_loop, *VARIANTS])
+def test_bad_input(variant):
+    x = np.ones(4)
+    with pytest.raises(ValueError, match=r"y: expected shape \(4,\) to match x, got \(5,\)"):
+        variant(x, np.ones(5))
+    with pytest.raises(TypeError, match="x: expected dtype float64, got float32"):
+        variant(x.astype(np.float32), x)
+    with pytest.raises(ValueError, match="y: expected a 1-D array"):
+        variant(x, np.ones((2, 2)))
+    with pytest.raises(TypeError, match="x: expected a numpy array, got list"):
+        variant([1.0], x)
+
+
+def test_bad_out_and_sizes():
+    x = np.ones(4)
+    with pytest.raises(ValueError, match="out: expected shape"):
+        ew.product_simd(x, x, np.ones(3))
+    with pytest.raises(ValueError, match="n: expected a positive integer, got 0"):
+        ew.random_vectors(0)
+    with pytest.raises(ValueError, match="coefficients: expected at least 1 elements"):
+        ew.horner(x, np.ones(0))
+    with pytest.raises(ValueError, match="kernel: expected one of"):
+        ew.multiply_instructions("avx")
+
+
+def test_thread_scaling_times_both_kernels_on_each_count():
+    x, y = ew.random_vectors(1 << 12, seed=0)
+    found = ew.measure_thread_scaling(x, y, thread_counts=[1], repeat=1)
+    assert set(found) == {("product", 1), ("horner", 1)}
+    assert found["product", 1].nbytes == ew.PRODUCT_BYTES * x.size == 32 * x.size
+    m = int(x.size * ew.HORNER_SHARE)
+    assert found["horner", 1].flops == ew.horner_flops(m, ew.HORNER_DEGREE)
+    assert ew.horner_coefficients(3).shape == (4,)

@@ -1,0 +1,207 @@
+import numpy as np
+import pytest
+
+from mlpar.algorithms.pipeline import domain
+from mlpar.exercises import l08_pipelines as ex
+
+# -- Exercise 1 ------------------------------------------------------------------------------
+
+
+def gpipe_prediction(p, m, t_f, t_b):
+    return (m + p - 1) * (t_f + t_b), (p - 1) / (m + p - 1)
+
+
+def gpipe_prediction_another_way(p, m, t_f, t_b):
+    makespan = m * (t_f + t_b) + (p - 1) * (t_f + t_b)  # work, plus the fill and the drain
+    busy = p * m * (t_f + t_b)
+    return [makespan, 1 - busy / (p * makespan)]
+
+
+WRONG_GPIPE = {
+    "bubble over ideal": (lambda p, m, f, b: ((m + p - 1) * (f + b), (p - 1) / m), "bubble over the"),
+    "no fill and drain": (lambda p, m, f, b: (m * (f + b), 0.0), "fill and drain"),
+    "off by one": (lambda p, m, f, b: ((m + p) * (f + b), p / (m + p)), "off by one"),
+    "forward only": (lambda p, m, f, b: ((m + p - 1) * f, (p - 1) / (m + p - 1)), "makespan"),
+    "returns None": (lambda p, m, f, b: None, "is None"),
+    "one number": (lambda p, m, f, b: (m + p - 1) * (f + b), "shape"),
+    "NaN": (lambda p, m, f, b: (np.nan, 0.1), "NaN"),
+    "raises": (lambda p, m, f, b: 1 / 0, "ZeroDivisionError"),
+    "strings": (lambda p, m, f, b: ("a", "b"), "should be numbers"),
+}
+
+
+def test_gpipe_prediction_correct_solutions_pass(capsys):
+    ex.check_gpipe_prediction(gpipe_prediction)
+    ex.check_gpipe_prediction(gpipe_prediction_another_way)
+    assert capsys.readouterr().out.count("passed") == 2
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_GPIPE))
+def test_gpipe_prediction_wrong_solutions_fail(wrong):
+    func, match = WRONG_GPIPE[wrong]
+    with pytest.raises(AssertionError, match=match) as info:
+        ex.check_gpipe_prediction(func)
+    assert str(info.value).startswith("Exercise 1 (GPipe's makespan and bubble)")
+
+
+# -- Exercise 2 ------------------------------------------------------------------------------
+
+
+def one_f_one_b(p, m, stage):
+    warm = min(p - 1 - stage, m)
+    order = [("F", i) for i in range(warm)]
+    for j in range(m - warm):
+        order += [("F", warm + j), ("B", j)]
+    return order + [("B", i) for i in range(m - warm, m)]
+
+
+def one_f_one_b_another_way(p, m, stage):
+    # simulate the stage's own queue: run a forward while fewer than p - stage are in flight
+    order, next_f, next_b = [], 0, 0
+    while next_b < m:
+        if next_f < m and next_f - next_b < p - stage:
+            order.append(["F", np.int64(next_f)])
+            next_f += 1
+        else:
+            order.append(["B", next_b])
+            next_b += 1
+    return order
+
+
+def gpipe_order(p, m, stage):
+    return [("F", i) for i in range(m)] + [("B", i) for i in range(m)]
+
+
+def serial_order(p, m, stage):
+    return [op for i in range(m) for op in (("F", i), ("B", i))]
+
+
+def backward_first(p, m, stage):
+    return [("B", i) for i in range(m)] + [("F", i) for i in range(m)]
+
+
+WRONG_ORDERS = {
+    "gpipe": (gpipe_order, "GPipe order"),
+    # stage s's neighbours still run 1F1B, so a serial stage waits for a gradient that needs
+    # a forward it has not sent yet: the check reports the deadlock (or, for the last stage, slowness)
+    "serial F,B,F,B": (serial_order, "cannot run this order|slower than GPipe"),
+    "backward first": (backward_first, "cannot run this order"),
+    "missing a backward": (lambda p, m, s: one_f_one_b(p, m, s)[:-1], "must appear once"),
+    "a repeated forward": (lambda p, m, s: [("F", 0)] + one_f_one_b(p, m, s), "must appear once"),
+    "reversed micro-batch order": (lambda p, m, s: [(k, m - 1 - i) for k, i in one_f_one_b(p, m, s)],
+                                   "activations|cannot run|slower"),
+    "too few warm-up forwards": (lambda p, m, s: one_f_one_b(p - 1, m, min(s, p - 2)) if p > 1 else [],
+                                 "slower than GPipe|must appear once"),
+    "None": (lambda p, m, s: None, "is None"),
+    "a string": (lambda p, m, s: "F0 B0", "expected a list"),
+    "bad pairs": (lambda p, m, s: [("F", 0, 1)], "pairs"),
+    "bad kind": (lambda p, m, s: [("X", 0)], "integer i"),
+    "raises": (lambda p, m, s: [][1], "IndexError"),
+}
+
+
+def test_1f1b_order_correct_solutions_pass(capsys):
+    ex.check_one_f_one_b_order(one_f_one_b)
+    ex.check_one_f_one_b_order(one_f_one_b_another_way)
+    assert capsys.readouterr().out.count("passed") == 2
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_ORDERS))
+def test_1f1b_order_wrong_solutions_fail(wrong):
+    func, match = WRONG_ORDERS[wrong]
+    with pytest.raises(AssertionError, match=match) as info:
+        ex.check_one_f_one_b_order(func)
+    assert str(info.value).startswith("Exercise 2 (the 1F1B order of one stage)")
+
+
+# -- Exercise 3 ------------------------------------------------------------------------------
+
+
+def convolve_tile(image, kernel, start, stop):
+    h = kernel.shape[0] // 2
+    lo, hi = max(start - h, 0), min(stop + h, len(image))
+    block = image[lo:hi]
+    out = domain.layer(block, kernel, pad_top=lo == start, pad_bottom=hi == stop)
+    return out, ((start - lo) + (hi - stop)) * image.shape[1] * 8
+
+
+def convolve_tile_another_way(image, kernel, start, stop):
+    # zero-pad the whole picture, then one loop over the kernel taps on the tile's window
+    h = kernel.shape[0] // 2
+    above = image[max(start - h, 0):start]
+    below = image[stop:stop + h]
+    block = np.vstack([np.zeros((h - len(above), image.shape[1])), above, image[start:stop], below,
+                       np.zeros((h - len(below), image.shape[1]))])
+    block = np.pad(block, ((0, 0), (h, h)))
+    out = np.zeros((stop - start, image.shape[1]))
+    for u in range(kernel.shape[0]):
+        for v in range(kernel.shape[1]):
+            out += kernel[u, v] * block[u:u + stop - start, v:v + image.shape[1]]
+    return out.tolist(), np.int64((above.size + below.size) * 8)
+
+
+def no_halo(image, kernel, start, stop):
+    out = domain.layer(image[start:stop], kernel, pad_top=True, pad_bottom=True)
+    return out, 0
+
+
+def k_rows_of_halo(image, kernel, start, stop):
+    k = kernel.shape[0]
+    out, _ = convolve_tile(image, kernel, start, stop)
+    lo, hi = max(start - k, 0), min(stop + k, len(image))
+    return out, ((start - lo) + (hi - stop)) * image.shape[1] * 8
+
+
+def whole_image(image, kernel, start, stop):
+    out = domain.convolve_same(image, kernel[None])[start:stop]
+    return out, 0
+
+
+def misaligned(image, kernel, start, stop):
+    k = kernel.shape[0]
+    lo = max(start - k, 0)
+    block = image[lo:stop + k]
+    out = domain.layer(block, kernel, pad_top=True, pad_bottom=True)
+    return out[:stop - start], 2 * (k // 2) * image.shape[1] * 8
+
+
+def halo_in_pixels(image, kernel, start, stop):
+    out, nbytes = convolve_tile(image, kernel, start, stop)
+    return out, nbytes // 8
+
+
+WRONG_TILES = {
+    "no halo": (no_halo, "is the halo missing"),
+    "k rows of halo": (k_rows_of_halo, "k rows of halo instead"),
+    "whole image": (whole_image, "halo bytes 0"),
+    "misaligned k-row block": (misaligned, "NaN: the tile read rows further"),
+    "halo counted in pixels": (halo_in_pixels, "halo bytes"),
+    "transposed": (lambda im, k, a, b: (convolve_tile(im, k, a, b)[0].T, 0), "transposed|shape"),
+    "None": (lambda im, k, a, b: None, "expected a pair"),
+    "output None": (lambda im, k, a, b: (None, 0), "is None"),
+    "bytes None": (lambda im, k, a, b: (convolve_tile(im, k, a, b)[0], None), "should be a number"),
+    "raises": (lambda im, k, a, b: np.linalg.inv(np.zeros((2, 2))), "LinAlgError"),
+}
+
+
+def test_convolve_tile_correct_solutions_pass(capsys):
+    ex.check_convolve_tile(convolve_tile)
+    ex.check_convolve_tile(convolve_tile_another_way)
+    assert capsys.readouterr().out.count("passed") == 2
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_TILES))
+def test_convolve_tile_wrong_solutions_fail(wrong):
+    func, match = WRONG_TILES[wrong]
+    with pytest.raises(AssertionError, match=match) as info:
+        ex.check_convolve_tile(func)
+    assert str(info.value).startswith("Exercise 3 (one tile with its halo)")
+
+
+def test_unfinished_placeholder_says_not_done():
+    def todo(*args):
+        raise NotImplementedError
+
+    for check in (ex.check_gpipe_prediction, ex.check_one_f_one_b_order, ex.check_convolve_tile):
+        with pytest.raises(AssertionError, match="not done yet"):
+            check(todo)

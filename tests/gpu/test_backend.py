@@ -1,0 +1,200 @@
+"""mlpar.gpu.backend: the backend choice (each case in a fresh interpreter) and the launch arithmetic."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import matplotlib
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mlpar.gpu import backend as gpu
+from mlpar.gpu import plots as gpu_plots
+
+matplotlib.use("Agg")
+
+
+def run_fresh(code: str, **env) -> subprocess.CompletedProcess:
+    """Run ``code`` in a new interpreter (numba not yet imported there), env overrides applied."""
+    environ = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    environ.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=environ, timeout=120)
+
+
+def test_choose_simulator_before_numba_sets_it_up():
+    done = run_fresh(
+        "import os, sys, json\n"
+        "from mlpar.gpu import backend as gpu, plots as gpu_plots\n"
+        "import mlpar.exercises.l10_gpu, mlpar.benchmarks.gpu\n"
+        "before = 'numba' in sys.modules\n"
+        "first = gpu.choose_cuda_backend('simulator')\n"
+        "from numba import cuda\n"
+        "again = gpu.choose_cuda_backend()\n"
+        "try:\n"
+        "    gpu.choose_cuda_backend('gpu'); err = ''\n"
+        "except RuntimeError as e:\n"
+        "    err = str(e)\n"
+        "print(json.dumps([before, first, again, os.environ['NUMBA_ENABLE_CUDASIM'],\n"
+        "                  gpu.active_backend(), err]))\n"
+    )
+    assert done.returncode == 0, done.stderr
+    before, first, again, env, active, err = json.loads(done.stdout)
+    assert before is False  # importing these modules must not import numba
+    assert (first, again, env, active) == ("simulator", "simulator", "1", "simulator")
+    assert "already imported" in err and "restart" in err
+
+
+def test_numba_imported_first_without_simulator_is_refused():
+    done = run_fresh(
+        "import numba\nfrom mlpar.gpu import backend as gpu\ngpu.choose_cuda_backend('simulator')\n")
+    assert done.returncode != 0
+    assert "RuntimeError" in done.stderr and "choose_cuda_backend() before" in done.stderr
+
+
+def test_auto_without_gpu_picks_simulator_and_gpu_is_refused():
+    code = ("from mlpar.gpu import backend as gpu\nprint(gpu.gpu_present(), gpu.choose_cuda_backend())\n"
+            "gpu.choose_cuda_backend('gpu')\n")
+    done = run_fresh(code, CUDA_VISIBLE_DEVICES="-1")
+    assert done.stdout.split() == ["False", "simulator"]
+    # the second call is refused: numba is not imported yet, but there is no GPU to take
+    assert "found none" in done.stderr
+
+
+def test_exported_simulator_variable_is_honoured():
+    done = run_fresh("from mlpar.gpu import backend as gpu\nprint(gpu.choose_cuda_backend())",
+                     NUMBA_ENABLE_CUDASIM="1")
+    assert done.stdout.strip() == "simulator"
+
+
+def test_kernels_module_refuses_unusable_numba_state():
+    done = run_fresh("import numba\nimport mlpar.gpu.cuda_kernels\n", CUDA_VISIBLE_DEVICES="-1")
+    assert done.returncode != 0 and "RuntimeError" in done.stderr
+
+
+def test_bad_preference_is_rejected_before_any_side_effect():
+    with pytest.raises(ValueError, match="prefer: expected one of"):
+        gpu.choose_cuda_backend("cpu")
+
+
+@pytest.mark.parametrize("value", [32, 64, 256, 1024])
+def test_block_size_accepts_warp_multiples(value):
+    assert gpu.block_size("threads_per_block", value) == value
+
+
+@pytest.mark.parametrize("value, match", [
+    (0, "positive integer"), (-32, "positive integer"), (48, "multiple of 32"),
+    (2048, "up to 1024"), (33, "multiple of 32"),
+])
+def test_block_size_rejects_bad_values(value, match):
+    with pytest.raises(ValueError, match=match):
+        gpu.block_size("threads_per_block", value)
+
+
+def test_block_size_types_and_power_of_two():
+    with pytest.raises(TypeError, match="threads_per_block"):
+        gpu.block_size("threads_per_block", 64.0)
+    with pytest.raises(ValueError, match="power of two.*try 64"):
+        gpu.block_size("threads_per_block", 96, power_of_two=True)
+    assert gpu.block_size("tpb", 128, power_of_two=True) == 128
+
+
+def test_blocks_to_cover():
+    assert [gpu.blocks_to_cover(n, 32) for n in (0, 1, 32, 33, 64, 65)] == [1, 1, 1, 2, 2, 3]
+    with pytest.raises(ValueError, match="n: expected an integer >= 0"):
+        gpu.blocks_to_cover(-1, 32)
+
+
+def test_grid_stride_indices_examples():
+    assert gpu.grid_stride_indices(3, 1, 8, 2, 40) == [11, 27]
+    assert gpu.grid_stride_indices(0, 0, 4, 1, 10) == [0, 4, 8]
+    assert gpu.grid_stride_indices(5, 1, 8, 2, 12) == []
+    with pytest.raises(ValueError, match="thread_idx: expected an integer <= 7"):
+        gpu.grid_stride_indices(8, 0, 8, 2, 40)
+    with pytest.raises(ValueError, match="block_idx"):
+        gpu.grid_stride_indices(0, 2, 8, 2, 40)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 40), st.integers(1, 6))
+def test_every_element_is_visited_once_and_owners_invert_indices(n, tpb, blocks):
+    block, thread, step = gpu.grid_stride_owners(n, tpb, blocks)
+    visits = np.zeros(n, dtype=int)
+    for b in range(blocks):
+        for t in range(tpb):
+            idx = gpu.grid_stride_indices(t, b, tpb, blocks, n)
+            visits[idx] += 1
+            assert np.all(block[idx] == b) and np.all(thread[idx] == t)
+            assert list(step[idx]) == list(range(len(idx)))
+    assert np.all(visits == 1)
+
+
+def test_largest_tile():
+    assert gpu.largest_tile(48 * 1024, 8) == 32  # 2·32²·8 = 16 KiB and 32² = 1024 threads
+    assert gpu.largest_tile(8 * 1024, 8) == 16  # 2·32²·8 would need 16 KiB
+    assert gpu.largest_tile(1024, 4) == 8  # 2·16²·4 = 2 KiB > 1 KiB
+    assert gpu.largest_tile(16, 8) == 1
+    assert gpu.largest_tile(48 * 1024, 4, max_threads=256) == 16
+    with pytest.raises(ValueError, match="shared_bytes: expected at least 16"):
+        gpu.largest_tile(8, 8)
+
+
+def test_matmul_global_loads():
+    assert gpu.matmul_global_loads(64, 32, 48) == 2 * 64 * 32 * 48
+    assert gpu.matmul_global_loads(64, 32, 48, tile=16) == 2 * 64 * 32 * 48 // 16
+    # padding: a 5×5 problem with tile 4 runs 2×2 blocks over 2 k-steps of full tiles
+    assert gpu.matmul_global_loads(5, 5, 5, tile=4) == 4 * 2 * 2 * 16
+    with pytest.raises(ValueError, match="tile"):
+        gpu.matmul_global_loads(4, 4, 4, tile=0)
+
+
+@given(st.floats(1, 1e3), st.floats(1.01, 100), st.floats(0.1, 100))
+def test_break_even_balances_host_and_offload_times(cpu, factor, link):
+    gpu_rate = cpu * factor
+    intensity = gpu.break_even_intensity(cpu, gpu_rate, link)
+    flops, nbytes = intensity * 1e9, 1e9  # any F/B at the break-even point
+    host = flops / (cpu * 1e9)
+    offload = nbytes / (link * 1e9) + flops / (gpu_rate * 1e9)
+    assert math.isclose(host, offload, rel_tol=1e-9)
+
+
+def test_break_even_limits_and_errors():
+    assert gpu.break_even_intensity(100, 100, 10) == math.inf
+    assert gpu.break_even_intensity(100, 50, 10) == math.inf
+    assert math.isclose(gpu.break_even_intensity(100, 1e12, 10), 10, rel_tol=1e-6)
+    with pytest.raises(ValueError, match="link_gbps"):
+        gpu.break_even_intensity(100, 1000, 0)
+
+
+def test_pictures_draw_and_validate():
+    import matplotlib.pyplot as plt
+
+    ax = gpu_plots.plot_grid_stride(40, 8, 3)
+    assert len(ax.texts) == 40
+    axes = gpu_plots.plot_tiles(10, 7, 9, 4, block=(2, 2), step=1)
+    assert len(axes) == 3
+    ax = gpu_plots.plot_offload_roofline(50, 10, 2, 8100, [("k", 0.1, 1.0)],
+                                         marks=[("product", 1 / 12)], source="T4, published")
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert "host roofline (measured)" in labels
+    assert "offloaded: link roof, device peak\n(T4, published)" in labels
+    assert any(t.get_text() == "product" for t in ax.texts)
+    assert any("offload pays beyond" in t.get_text() for t in ax.texts)
+    plt.close("all")
+    with pytest.raises(ValueError, match="block"):
+        gpu_plots.plot_tiles(10, 7, 9, 4, block=(3, 0))
+    with pytest.raises(ValueError, match="step"):
+        gpu_plots.plot_tiles(10, 7, 9, 4, step=2)
+    with pytest.raises(ValueError, match="link_gbps"):
+        gpu_plots.plot_offload_roofline(50, 10, -1, 100)
+    with pytest.raises(ValueError, match="intensity of product"):
+        gpu_plots.plot_offload_roofline(50, 10, 1, 100, marks=[("product", 0)])
+
+
+def test_published_figures_name_their_source():
+    assert gpu.T4.fp32_gflops > 0 and gpu.T4.link_gbps > 0
+    assert "data sheet" in gpu.T4.source

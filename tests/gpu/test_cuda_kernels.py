@@ -1,0 +1,153 @@
+"""mlpar.gpu.cuda_kernels on numba's CUDA simulator, whatever this test process imported before.
+
+numba picks the simulator only if told before its first import, and pytest may already have
+imported numba for other tests; so one fresh interpreter runs every kernel (tiny sizes: the
+simulator runs each CUDA thread as a Python thread) and reports back as JSON.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent('''
+    import json
+    from mlpar.gpu import backend as gpu
+    gpu.choose_cuda_backend("simulator")
+    import numpy as np
+    from mlpar.gpu import cuda_kernels as ck
+
+    rng = np.random.default_rng(0)
+    out = {"backend": ck.BACKEND}
+
+    def close(got, want, dtype):
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        return bool(got.dtype == want.dtype and got.shape == want.shape
+                    and np.allclose(got, want, rtol=tol, atol=tol))
+
+    for dtype in (np.float64, np.float32):
+        name = np.dtype(dtype).name
+        x = rng.standard_normal(100).astype(dtype)
+        y = rng.standard_normal(100).astype(dtype)
+        # 2 blocks of 32 threads over 100 elements: every thread loops 1 or 2 times
+        out[f"product {name} grid-stride"] = close(
+            ck.elementwise_product(x, y, threads_per_block=32, blocks=2), x * y, dtype)
+        out[f"product {name} default grid"] = close(ck.elementwise_product(x, y), x * y, dtype)
+        s = ck.reduce_sum(x, threads_per_block=32, blocks=2)
+        out[f"sum {name}"] = close(np.asarray(s), np.asarray(x.sum(dtype=np.float64),
+                                                             dtype=dtype), dtype)
+    one = np.array([2.5])
+    out["product n=1"] = close(ck.elementwise_product(one, one, blocks=3), one * one, np.float64)
+    out["sum n=1"] = float(ck.reduce_sum(one, threads_per_block=32)) == 2.5
+    # more blocks than elements: the idle threads must add nothing
+    out["sum idle threads"] = float(ck.reduce_sum(np.ones(40), threads_per_block=32,
+                                                  blocks=3)) == 40.0
+
+    shapes = {"5x3 @ 3x6 tile 4": ((5, 3), (3, 6), 4), "4x4 @ 4x4 tile 2": ((4, 4), (4, 4), 2),
+              "7x9 @ 9x2 tile 4": ((7, 9), (9, 2), 4), "1x1 @ 1x1 tile 4": ((1, 1), (1, 1), 4)}
+    for label, (sa, sb, tile) in shapes.items():
+        a, b = rng.standard_normal(sa), rng.standard_normal(sb)
+        out[f"tiled {label}"] = close(ck.tiled_matmul(a, b, tile=tile), a @ b, np.float64)
+    a = rng.standard_normal((6, 5)).astype(np.float32)
+    b = rng.standard_normal((5, 3)).astype(np.float32)
+    out["tiled float32 6x5 @ 5x3 tile 4"] = close(ck.tiled_matmul(a, b, tile=4), a @ b,
+                                                  np.float32)
+    out["naive 5x3 @ 3x6"] = close(ck.naive_matmul(a[:5, :3].copy(), b[:3, :].copy(), tile=4),
+                                   a[:5, :3] @ b[:3, :], np.float32)
+
+    tp = ck.time_product(x, y, threads_per_block=32, repeat=1)
+    tm = ck.time_matmul(a, b, tile=4, repeat=1)
+    out["timings"] = [tp.backend, tp.to_device_s > 0, tp.kernel_s > 0, tp.to_host_s > 0,
+                      0 < tp.transfer_share < 1, tp.link_bytes == 3 * x.nbytes,
+                      tm.flops == 2 * 6 * 5 * 3, tm.link_bytes == (30 + 15 + 18) * 4,
+                      "simulator" in repr(tm)]
+
+    f = np.zeros(8)
+    bad = {
+        "non-contiguous": lambda: ck.elementwise_product(np.zeros(16)[::2], f),
+        "shapes": lambda: ck.elementwise_product(f, np.zeros(9)),
+        "dtypes": lambda: ck.elementwise_product(f, f.astype(np.float32)),
+        "integers": lambda: ck.reduce_sum(np.arange(8)),
+        "2-D for product": lambda: ck.elementwise_product(f.reshape(2, 4), f.reshape(2, 4)),
+        "empty": lambda: ck.reduce_sum(np.zeros(0)),
+        "block 48": lambda: ck.elementwise_product(f, f, threads_per_block=48),
+        "block 0": lambda: ck.elementwise_product(f, f, threads_per_block=0),
+        "block 96 sum": lambda: ck.reduce_sum(f, threads_per_block=96),
+        "blocks 0": lambda: ck.elementwise_product(f, f, blocks=0),
+        "inner mismatch": lambda: ck.tiled_matmul(np.zeros((3, 4)), np.zeros((5, 2))),
+        "matmul 1-D": lambda: ck.tiled_matmul(f, f),
+        "matmul transposed view": lambda: ck.tiled_matmul(np.zeros((4, 3)).T, np.zeros((4, 2))),
+        "tile 33": lambda: ck.tiled_matmul(np.zeros((2, 2)), np.zeros((2, 2)), tile=33),
+        "repeat 0": lambda: ck.time_product(f, f, repeat=0),
+    }
+    errors = {}
+    for label, func in bad.items():
+        try:
+            func()
+            errors[label] = ["no error", ""]
+        except Exception as e:
+            errors[label] = [type(e).__name__, str(e)]
+    out["errors"] = errors
+    print("RESULT " + json.dumps(out))
+''')
+
+
+@pytest.fixture(scope="module")
+def results():
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
+def test_runs_on_the_simulator(results):
+    assert results["backend"] == "simulator"
+
+
+@pytest.mark.parametrize("case", [
+    "product float64 grid-stride", "product float64 default grid", "sum float64",
+    "product float32 grid-stride", "product float32 default grid", "sum float32",
+    "product n=1", "sum n=1", "sum idle threads",
+])
+def test_elementwise_and_reduction_equal_numpy(results, case):
+    assert results[case] is True
+
+
+@pytest.mark.parametrize("case", [
+    "tiled 5x3 @ 3x6 tile 4", "tiled 4x4 @ 4x4 tile 2", "tiled 7x9 @ 9x2 tile 4",
+    "tiled 1x1 @ 1x1 tile 4", "tiled float32 6x5 @ 5x3 tile 4", "naive 5x3 @ 3x6",
+])
+def test_matmul_equals_numpy_including_sizes_not_multiple_of_tile(results, case):
+    assert results[case] is True
+
+
+def test_offload_timing_separates_stages(results):
+    assert results["timings"] == ["simulator"] + [True] * 8
+
+
+@pytest.mark.parametrize("label, kind, words", [
+    ("non-contiguous", "ValueError", "x: expected a C-contiguous array"),
+    ("shapes", "ValueError", "y: expected shape (8,) to match x"),
+    ("dtypes", "TypeError", "y: expected dtype float64"),
+    ("integers", "TypeError", "x: expected dtype float32 or float64"),
+    ("2-D for product", "ValueError", "x: expected a 1-D array"),
+    ("empty", "ValueError", "x: expected at least 1 elements"),
+    ("block 48", "ValueError", "threads_per_block: expected a positive multiple of 32"),
+    ("block 0", "ValueError", "threads_per_block: expected a positive integer"),
+    ("block 96 sum", "ValueError", "threads_per_block: expected a power of two"),
+    ("blocks 0", "ValueError", "blocks: expected a positive integer"),
+    ("inner mismatch", "ValueError", "b: expected 4 rows to match a's 4 columns"),
+    ("matmul 1-D", "ValueError", "a: expected a 2-D array"),
+    ("matmul transposed view", "ValueError", "a: expected a C-contiguous array"),
+    ("tile 33", "ValueError", "tile: expected tile × tile <= 1024"),
+    ("repeat 0", "ValueError", "repeat: expected a positive integer"),
+])
+def test_bad_input_raises_clear_errors(results, label, kind, words):
+    got_kind, message = results["errors"][label]
+    assert got_kind == kind, message
+    assert words in message
