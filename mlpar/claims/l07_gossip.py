@@ -18,8 +18,9 @@ def prediction_claim(prediction: gossip_dask.RoundPrediction) -> claims.Claim:
         "07", f"calibrated simulation vs real Dask gossip round ({prediction.topology}, "
         f"n = {prediction.n_nodes}), measured/predicted or its inverse",
         max(ratio, 1 / ratio), at_most=TARGET_RATIO, unit="×",
-        cause="actor messages wait for a free core when the machine is shared; the model gives "
-              "every node a core of its own")
+        cause="the model shares the cores among the nodes and nothing else: Dask's scheduler, "
+              "the client and other programs also want them, and an actor's messages wait "
+              "for a core then")
 
 
 def simulation_claim(seconds: float) -> claims.Claim:

@@ -26,18 +26,25 @@ from mlpar.core import validation
 
 
 class PeerNetwork:
-    """``n_nodes`` peers with full-duplex links and a CPU each, priced by ``cost``."""
+    """``n_nodes`` peers with full-duplex links and a CPU each, priced by ``cost``.
 
-    def __init__(self, n_nodes: int, cost: CostModel | None = None):
+    ``duplex=False``: each node sends *or* receives, one message at a time (its in- and
+    out-link are one). That is a peer whose messages are all handled by one thread, such as a
+    Dask actor on its worker's event loop: it cannot read a neighbour's message while it is
+    writing its own.
+    """
+
+    def __init__(self, n_nodes: int, cost: CostModel | None = None, *, duplex: bool = True):
         self.n_nodes = validation.positive_int("n_nodes", n_nodes)
         if cost is None:
             cost = CostModel()
         if not isinstance(cost, CostModel):
             raise TypeError(f"cost: expected a CostModel, got {type(cost).__name__}")
         self.cost = cost
+        self.duplex = validation.flag("duplex", duplex)
         n = self.n_nodes
         self._out_free = np.zeros(n)
-        self._in_free = np.zeros(n)
+        self._in_free = np.zeros(n) if self.duplex else self._out_free  # one link if half duplex
         self._cpu_free = np.zeros(n)
         self._rngs = cost.worker_rngs(n)
         self.ready = np.zeros(n)  # when each node last finished something (default start)
@@ -84,14 +91,15 @@ class PeerNetwork:
         if np.any(start < 0) or not np.all(np.isfinite(start)):
             raise ValueError("starts: expected finite times >= 0")
         duration = self.cost.message_time(nbytes)
-        out_free, in_free = self._out_free.tolist(), self._in_free.tolist()
+        out_free = self._out_free.tolist()
+        in_free = self._in_free.tolist() if self.duplex else out_free
         ready, busy = self.ready.tolist(), self.comm_time.tolist()
         for i, j, t in zip(src.tolist(), dst.tolist(), start.tolist()):
             begin = max(t, out_free[i], in_free[j])
             out_free[i] = in_free[j] = end = begin + duration
             ready[j] = max(ready[j], end)
             busy[i] += duration
-        self._out_free[:], self._in_free[:] = out_free, in_free
+        self._out_free[:], self._in_free[:] = out_free, in_free  # the same array if half duplex
         self.ready[:], self.comm_time[:] = ready, busy
         np.add.at(self.bytes_sent, src, nbytes)
         np.add.at(self.bytes_received, dst, nbytes)

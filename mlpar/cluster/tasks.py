@@ -77,18 +77,10 @@ def row_pass(X, y, w):
     return X.T @ (X @ w - y)
 
 
-def timed(func, repeat: int, *args) -> float:
-    """Median seconds of ``repeat`` calls of ``func(*args)``, measured on the worker itself.
-
-    Calibration runs it on every worker at once, so the figure includes whatever the workers
-    do to each other (sharing cores and memory bandwidth) but no message.
-    """
+def timed_once(func, *args) -> float:
+    """Seconds of one call of ``func(*args)``, measured on the worker itself (no message)."""
     import time
 
-    func(*args)  # warm-up: page in, load BLAS
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        func(*args)
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
+    start = time.perf_counter()
+    func(*args)
+    return time.perf_counter() - start

@@ -41,3 +41,15 @@ def test_bad_input():
         PeerNetwork(2, cost="fast")
     with pytest.raises(ValueError, match="sources, destinations"):
         PeerNetwork(2).transfer_many([0], [0], 8, [0.0])
+
+
+def test_half_duplex_peers_send_and_receive_in_turn():
+    # Two nodes message each other at t = 0: on full-duplex links both messages travel at once;
+    # a half-duplex peer (one event loop) handles one, then the other.
+    cost = CostModel(alpha=1e-3, beta=0.0)
+    for duplex, last in ((True, 1e-3), (False, 2e-3)):
+        net = PeerNetwork(2, cost, duplex=duplex)
+        net.transfer_many([0, 1], [1, 0], 8, [0.0, 0.0])
+        assert net.elapsed() == pytest.approx(last)
+    with pytest.raises(TypeError, match="duplex"):
+        PeerNetwork(2, cost, duplex="no")

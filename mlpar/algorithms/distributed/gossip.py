@@ -155,13 +155,14 @@ def local_gradients(X, y, bounds, models) -> np.ndarray:
 
 def dpsgd(X, y, W, *, lr: float = 0.5, n_rounds: int = 100, cost: CostModel | None = None,
           heterogeneous: bool = True, message_bytes: int | None = None,
-          label: str = "D-PSGD") -> GossipResult:
+          duplex: bool = True, label: str = "D-PSGD") -> GossipResult:
     """D-PSGD with full local gradients on a simulated peer network; see the module docstring.
 
     ``W`` (n, n) doubly stochastic (or a list, one per round in turn). Each round, node i
     computes its gradient (priced per sample of its shard), then sends its half-step model to
     every node j with W_ji > 0 and starts the next round when all of its in-neighbours'
     models have arrived: no global barrier, only neighbours wait for each other.
+    ``duplex``: the peers' links (``PeerNetwork``).
     """
     seq = _matrices(W)
     n = len(seq[0])
@@ -187,7 +188,7 @@ def dpsgd(X, y, W, *, lr: float = 0.5, n_rounds: int = 100, cost: CostModel | No
         first = np.searchsorted(pairs[:, 0], pairs[:, 0])
         edges.append(pairs)
         ranks.append(np.arange(len(pairs)) - first)
-    net = PeerNetwork(n, cost)
+    net = PeerNetwork(n, cost, duplex=duplex)
     models = np.zeros((n, X.shape[1]))
     mean = models.mean(axis=0)
     losses, times, spread = [loss(X, y, mean)], [0.0], [0.0]

@@ -42,10 +42,12 @@ class GossipNode:
         self.model = np.zeros(X.shape[1])
         self.peers, self.out, self.weights = {}, [], {}
         self.boxes: dict = {}
+        self.unacked: list = []  # this round's sends, until the neighbours confirm them
         self.data_bytes = self.wire_bytes = self.messages = 0
 
-    def connect(self, peers: dict, out: list, weights: dict) -> int:
+    async def connect(self, peers: dict, out: list, weights: dict) -> int:
         """``peers``: node → actor handle; ``out``: whom to send to; ``weights``: W_ij by j."""
+        await self._settle()
         self.peers, self.out, self.weights = peers, list(out), dict(weights)
         return len(self.peers)
 
@@ -63,23 +65,52 @@ class GossipNode:
         del self.boxes[key]
         return pickle.loads(blob)
 
-    async def _send(self, dst: int, key, value: np.ndarray) -> None:
+    async def _settle(self) -> None:
+        """Wait until the neighbours have confirmed the sends still under way."""
+        sends, self.unacked = self.unacked, []
+        await asyncio.gather(*sends)
+
+    def _pack(self, value: np.ndarray) -> bytes:
+        """Serialize one message and count it: the bytes are counted where they are sent."""
         blob = pickle.dumps(np.ascontiguousarray(value), protocol=5)
         self.data_bytes += value.nbytes
         self.wire_bytes += len(blob)
         self.messages += 1
-        await self.peers[dst].deliver(key, blob)
+        return blob
 
-    async def gossip_round(self, t: int, lr: float) -> dict:
-        """x_i ← Σ_j W_ij (x_j − η g_j): step, send to out-neighbours, average what came in."""
+    async def _send(self, dst: int, key, value: np.ndarray) -> None:
+        await self.peers[dst].deliver(key, self._pack(value))
+
+    async def gossip_round(self, t: int, lr: float) -> None:
+        """x_i ← Σ_j W_ij (x_j − η g_j): step, send to out-neighbours, average what came in.
+
+        A send does not wait for the neighbour's confirmation (a second trip over the link):
+        the node goes on at once, and the confirmations are collected as they come (all of
+        them before ``run_rounds`` returns). Messages are keyed by round and sender, so one
+        that arrives early waits in the mailbox.
+        """
         residual = self.X @ self.model - self.y
         half = self.model - lr * self.scale * (self.X.T @ residual)
-        await asyncio.gather(*(self._send(j, ("gossip", t, self.index), half) for j in self.out))
+        for done in [f for f in self.unacked if f.done()]:
+            self.unacked.remove(done)
+            done.result()  # a failed delivery raises here, not never
+        key = ("gossip", t, self.index)
+        self.unacked += [asyncio.ensure_future(self.peers[j].deliver(key, self._pack(half)))
+                         for j in self.out]
         incoming = {j: await self._take(("gossip", t, j)) for j in self.weights if j != self.index}
         self.model = self.weights[self.index] * half
         for j in sorted(incoming):
             self.model = self.model + self.weights[j] * incoming[j]
-        return self.report()
+
+    async def run_rounds(self, n_rounds: int, lr: float) -> dict:
+        """``n_rounds`` rounds in a row, paced only by the neighbours' messages (no client in
+        between); the report adds the end time of each round on this node's clock."""
+        ends = []
+        for t in range(n_rounds):
+            await self.gossip_round(t, lr)
+            ends.append(time.perf_counter())
+        await self._settle()
+        return {**self.report(), "ends": ends}
 
     async def allreduce(self, tag, vector: np.ndarray) -> np.ndarray:
         """Ring all-reduce: n−1 reduce-scatter steps, n−1 all-gather steps, to the right."""
@@ -177,9 +208,9 @@ def gossip_nodes(client, X, y, W, *, heterogeneous: bool = True, timeout: float 
 
 @dataclass(frozen=True)
 class RealRun:
-    """A real gossip run: seconds per round (client's clock), models, bytes per node per round."""
+    """A real gossip run: seconds per round (nodes' clocks), models, bytes per node per round."""
 
-    round_times: np.ndarray  # (n_rounds,)
+    round_times: np.ndarray  # (n_rounds − 1,): each round after the first, slowest node
     models: np.ndarray  # (n, d) at the end
     data_bytes: np.ndarray  # (n,) per round: array data sent by each node
     wire_bytes: np.ndarray  # (n,) per round: serialized bytes sent by each node
@@ -187,23 +218,26 @@ class RealRun:
 
     @property
     def seconds_per_round(self) -> float:
-        """Median of the rounds after the first (the first opens the connections)."""
-        return float(np.median(self.round_times[1:] if len(self.round_times) > 1 else self.round_times))
+        """Median round (the first, which also opens the connections, is not among them)."""
+        return float(np.median(self.round_times)) if len(self.round_times) else float("nan")
 
 
 def gossip_rounds(nodes, *, n_rounds: int, lr: float) -> RealRun:
-    """Run ``n_rounds`` D-PSGD rounds on started nodes; the client only starts and collects."""
+    """Run ``n_rounds`` D-PSGD rounds on started nodes.
+
+    The client makes one call per node: each node then runs all its rounds, paced only by its
+    neighbours' messages, as in decentralized training, and reports once at the end. A round's
+    time is measured on each node's own clock (between the ends of consecutive rounds), and the
+    slowest node's counts.
+    """
     n_rounds = validation.positive_int("n_rounds", n_rounds)
     lr = validation.positive("lr", lr)
     before = [node.report().result() for node in nodes]
-    times = []
-    for t in range(n_rounds):
-        start = time.perf_counter()
-        reports = [f.result() for f in [node.gossip_round(t, lr) for node in nodes]]
-        times.append(time.perf_counter() - start)
+    reports = [f.result() for f in [node.run_rounds(n_rounds, lr) for node in nodes]]
     per = {k: np.array([r[k] - b[k] for r, b in zip(reports, before, strict=True)]) / n_rounds
            for k in ("data_bytes", "wire_bytes", "messages")}
-    return RealRun(np.array(times), np.array([r["model"] for r in reports]), per["data_bytes"],
+    times = np.max(np.diff(np.array([r["ends"] for r in reports]), axis=1), axis=0)
+    return RealRun(times, np.array([r["model"] for r in reports]), per["data_bytes"],
                    per["wire_bytes"], per["messages"])
 
 
@@ -231,16 +265,6 @@ def calibrate_links(nodes, *, sizes=(8, 1 << 18), repeat: int = 9) -> tuple[floa
     return max(small - beta * sizes[0], 0.0), float(beta)
 
 
-def client_overhead(nodes, *, repeat: int = 9) -> float:
-    """Median seconds for the client to call every node once and collect the answers."""
-    trips = []
-    for _ in range(repeat + 1):
-        start = time.perf_counter()
-        [f.result() for f in [node.report() for node in nodes]]
-        trips.append(time.perf_counter() - start)
-    return float(np.median(trips[1:]))
-
-
 @dataclass(frozen=True)
 class RoundPrediction:
     """Measured seconds per real gossip round beside the calibrated simulation's prediction."""
@@ -251,9 +275,9 @@ class RoundPrediction:
     predicted: float
     alpha: float
     beta: float
-    client: float  # seconds for the client to start a round on every node and hear back
     data_bytes: float  # per node per round, counted on the actors
     wire_bytes: float
+    sharing: float = 1.0  # nodes per core (at least 1): the factor on the simulated round
 
     @property
     def ratio(self) -> float:
@@ -263,7 +287,8 @@ class RoundPrediction:
     def __repr__(self) -> str:
         return (f"RoundPrediction({self.topology}, n={self.n_nodes}: measured "
                 f"{self.measured * 1e3:.3g} ms, predicted {self.predicted * 1e3:.3g} ms, ratio "
-                f"{self.ratio:.2f}; α = {self.alpha * 1e6:.3g} µs, β = {self.beta * 1e9:.3g} ns/B)")
+                f"{self.ratio:.2f}; α = {self.alpha * 1e6:.3g} µs, β = {self.beta * 1e9:.3g} ns/B, "
+                f"{self.sharing:g} nodes per core)")
 
 
 def measure_and_predict(client, X, y, topology: str = "ring", n_nodes: int = 4, *,
@@ -271,11 +296,17 @@ def measure_and_predict(client, X, y, topology: str = "ring", n_nodes: int = 4, 
     """Real gossip rounds on ``n_nodes`` actors beside the prediction for the same round.
 
     Calibration never times a gossip round: α, β come from actor-to-actor pings, the compute
-    from a local timing (``cost_model.measure_per_sample``), the client's part from no-op calls
-    to all nodes. Predicted round = client's part + the simulated round (``gossip.dpsgd`` on a
-    ``PeerNetwork`` priced with those figures).
+    from a local timing (``cost_model.measure_per_sample``). Predicted round = the simulated
+    round (``gossip.dpsgd`` on a ``PeerNetwork`` priced with those figures) × ``sharing``; the
+    client is not in a round (``gossip_rounds``), so it is not in the prediction either.
+
+    The simulated network gives every node a CPU of its own. Here the nodes are processes on
+    ``usable_cores()`` cores, and in a round they all work at once (step, serialize, send,
+    receive), so with more nodes than cores each node gets cores/n of one: ``sharing`` =
+    max(1, n / cores) stretches the simulated round by that much.
     """
     from mlpar.cluster.cost_model import CostModel, measure_per_sample
+    from mlpar.core.environment import usable_cores
 
     W = (topologies.topology_matrix(topology, n_nodes) if topology != "ring" or n_nodes > 2
          else np.full((2, 2), 0.5))
@@ -283,13 +314,14 @@ def measure_and_predict(client, X, y, topology: str = "ring", n_nodes: int = 4, 
     per_sample = measure_per_sample(Xs[parts[0]], ys[parts[0]])
     with gossip_nodes(client, X, y, W) as nodes:
         alpha, beta = calibrate_links(nodes)
-        overhead = client_overhead(nodes)
         run = gossip_rounds(nodes, n_rounds=n_rounds, lr=lr)
     cost = CostModel(alpha=alpha, beta=beta, per_sample=per_sample)
-    sim = gossip.dpsgd(X, y, W, lr=lr, n_rounds=3, cost=cost)
-    predicted = overhead + float(np.median(np.diff(sim.times)))
+    # An actor sends and receives on its worker's one event loop: half-duplex peers.
+    sim = gossip.dpsgd(X, y, W, lr=lr, n_rounds=3, cost=cost, duplex=False)
+    sharing = max(1.0, n_nodes / usable_cores())
+    predicted = sharing * float(np.median(np.diff(sim.times)))
     return RoundPrediction(n_nodes, topology, run.seconds_per_round, predicted, alpha, beta,
-                           overhead, float(run.data_bytes.mean()), float(run.wire_bytes.mean()))
+                           float(run.data_bytes.mean()), float(run.wire_bytes.mean()), sharing)
 
 
 def gather_broadcast(nodes, vectors, *, tag: str = "server") -> list[np.ndarray]:
