@@ -1,14 +1,141 @@
-"""Project-wide pytest set-up.
+"""Project-wide pytest set-up, for unit tests and notebooks alike.
 
 nbval opens ``--nbval-sanitize-with`` relative to the working directory; anchoring it to the
 repository root lets an instructor run ``pytest notebooks/01_loops_to_threads.ipynb`` from any
 folder of the repository and get the same strict comparison as CI.
+
+The session as a whole is checked: after the last test or notebook, no child process of this
+run may be left (a notebook kernel's workers included), and no ``/dev/shm`` entry created by a
+process of this run (joblib's memmapping folders and loky's semaphores carry their owner's
+pid). Other programs on the machine (parallel test runs of other checkouts) are ignored: only
+pids seen in this run's process tree count. Without psutil (not needed to grade), the check
+is skipped.
 """
 
+from __future__ import annotations
+
+import os
+import time
 from pathlib import Path
+
+import pytest
+
+from mlpar.core import cleanup
+
+try:
+    import psutil
+except ImportError:  # a grading environment without the dev extras
+    psutil = None
 
 
 def pytest_configure(config):
     path = getattr(config.option, "nbval_sanitize_with", None)
     if path and not Path(path).is_absolute():
         config.option.nbval_sanitize_with = str(Path(config.rootpath) / path)
+
+
+# --- the session census ------------------------------------------------------------------------
+
+_SESSION: dict = {}
+
+
+def children() -> set[int]:
+    """Child processes of this run, apart from multiprocessing's resource tracker (started
+    once per interpreter by any spawn-context pool, and alive until the interpreter exits)."""
+    found = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "resource_tracker" not in " ".join(p.cmdline()):
+                found.add(p.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
+def _shm() -> set[str]:
+    try:
+        return set(os.listdir(cleanup.SHM))
+    except OSError:
+        return set()
+
+
+def _tree() -> set[int]:
+    try:
+        return {p.pid for p in psutil.Process().children(recursive=True)}
+    except psutil.Error:
+        return set()
+
+
+def pytest_sessionstart(session):
+    if psutil is None:
+        return
+    _SESSION.update(shm=_shm(), children=children(), pids={os.getpid()} | _tree())
+
+
+def pytest_runtest_logstart(nodeid, location):
+    if psutil is None:
+        return
+    _SESSION.setdefault("pids", set()).update(_tree())
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if psutil is None:
+        return
+    _SESSION.setdefault("pids", set()).update(_tree())
+
+
+def _shut_down_joblib_pool() -> None:
+    # joblib keeps one loky pool alive between calls (that is what makes the second call
+    # cheap) and removes it, with its /dev/shm folders, only when the interpreter exits: do
+    # that now, so the census below sees what the tests really left behind.
+    try:
+        from joblib.externals.loky import reusable_executor
+    except ImportError:
+        return
+    executor = getattr(reusable_executor, "_executor", None)
+    if executor is not None:
+        executor.terminate(kill_workers=False) if hasattr(executor, "terminate") else (
+            executor.shutdown(wait=True))
+
+
+def session_leftovers(timeout: float = 10.0) -> list[str]:
+    """Child processes and /dev/shm entries this run created and did not remove."""
+    if "shm" not in _SESSION:
+        return []
+    _shut_down_joblib_pool()
+    deadline = time.monotonic() + timeout
+    while (left := children() - _SESSION["children"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    problems = [f"child process {pid} ({_name(pid)}) still running" for pid in sorted(left)]
+    for name in sorted(_shm() - _SESSION["shm"]):
+        pid = cleanup.owner_pid(name)
+        if pid == os.getpid():
+            # This process's own pool folders: joblib deletes them in its exit handler, after
+            # this hook; only data still inside one would be a leak worth reporting now.
+            path = cleanup.SHM / name
+            if path.is_dir() and any(path.iterdir()):
+                problems.append(f"/dev/shm/{name} still holds {len(list(path.iterdir()))} file(s)")
+        elif pid in _SESSION["pids"]:
+            problems.append(f"/dev/shm/{name} left by process {pid} of this run, now gone")
+    return problems
+
+
+def _name(pid: int) -> str:
+    try:
+        return " ".join(psutil.Process(pid).cmdline())[:120]
+    except psutil.Error:
+        return "gone"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    problems = session_leftovers()
+    if not problems:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    text = "this test session left behind:\n  " + "\n  ".join(problems[:40])
+    if reporter is not None:
+        reporter.write_sep("=", "left behind", red=True)
+        reporter.write_line(text)
+    else:
+        print(text)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -3,23 +3,18 @@
 ``engine_factory`` opens engines of every kind and, after the test, closes them and checks that
 no worker process was left behind; ``process_census`` gives a test the same check by hand.
 
-The session as a whole is checked too: after the last test, no child process of this test
-run may be left, and no ``/dev/shm`` entry created by a process of this run (joblib's
-memmapping folders and loky's semaphores carry their owner's pid). Other programs on the
-machine (parallel test runs of other checkouts) are ignored: only pids seen in this run's
-process tree count.
+The session as a whole (unit tests and notebooks alike) is checked by the repository's root
+``conftest.py``.
 """
 
 from __future__ import annotations
 
-import os
 import time
 
 import psutil
 import pytest
 
 from mlpar.cluster.engines import ENGINES, make_engine
-from mlpar.core import cleanup
 
 
 def children() -> set[int]:
@@ -66,91 +61,3 @@ def engine_factory(request):
 def process_census():
     """``(children, assert_no_new_children)``: take a census before, check after."""
     return children, assert_no_new_children
-
-
-# --- the session census ------------------------------------------------------------------------
-
-_SESSION: dict = {}
-
-
-def _shm() -> set[str]:
-    try:
-        return set(os.listdir(cleanup.SHM))
-    except OSError:
-        return set()
-
-
-def _tree() -> set[int]:
-    try:
-        return {p.pid for p in psutil.Process().children(recursive=True)}
-    except psutil.Error:
-        return set()
-
-
-def pytest_sessionstart(session):
-    _SESSION.update(shm=_shm(), children=children(), pids={os.getpid()} | _tree())
-
-
-def pytest_runtest_logstart(nodeid, location):
-    _SESSION.setdefault("pids", set()).update(_tree())
-
-
-def pytest_runtest_logfinish(nodeid, location):
-    _SESSION.setdefault("pids", set()).update(_tree())
-
-
-def _shut_down_joblib_pool() -> None:
-    # joblib keeps one loky pool alive between calls (that is what makes the second call
-    # cheap) and removes it, with its /dev/shm folders, only when the interpreter exits: do
-    # that now, so the census below sees what the tests really left behind.
-    try:
-        from joblib.externals.loky import reusable_executor
-    except ImportError:
-        return
-    executor = getattr(reusable_executor, "_executor", None)
-    if executor is not None:
-        executor.terminate(kill_workers=False) if hasattr(executor, "terminate") else (
-            executor.shutdown(wait=True))
-
-
-def session_leftovers(timeout: float = 10.0) -> list[str]:
-    """Child processes and /dev/shm entries this run created and did not remove."""
-    if "shm" not in _SESSION:
-        return []
-    _shut_down_joblib_pool()
-    deadline = time.monotonic() + timeout
-    while (left := children() - _SESSION["children"]) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    problems = [f"child process {pid} ({_name(pid)}) still running" for pid in sorted(left)]
-    for name in sorted(_shm() - _SESSION["shm"]):
-        pid = cleanup.owner_pid(name)
-        if pid == os.getpid():
-            # This process's own pool folders: joblib deletes them in its exit handler, after
-            # this hook; only data still inside one would be a leak worth reporting now.
-            path = cleanup.SHM / name
-            if path.is_dir() and any(path.iterdir()):
-                problems.append(f"/dev/shm/{name} still holds {len(list(path.iterdir()))} file(s)")
-        elif pid in _SESSION["pids"]:
-            problems.append(f"/dev/shm/{name} left by process {pid} of this run, now gone")
-    return problems
-
-
-def _name(pid: int) -> str:
-    try:
-        return " ".join(psutil.Process(pid).cmdline())[:120]
-    except psutil.Error:
-        return "gone"
-
-
-def pytest_sessionfinish(session, exitstatus):
-    problems = session_leftovers()
-    if not problems:
-        return
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    text = "this test session left behind:\n  " + "\n  ".join(problems[:40])
-    if reporter is not None:
-        reporter.write_sep("=", "left behind", red=True)
-        reporter.write_line(text)
-    else:
-        print(text)
-    session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -117,13 +117,44 @@ class MemoryRoof:
                 "write-allocate counted)")
 
 
+def three_arrays(name: str, arrays, *, written: int = 0):
+    """``arrays`` checked as three contiguous float64 arrays of one length, the one at index
+    ``written`` writable (a kernel overwrites it); a clear error otherwise."""
+    if isinstance(arrays, (str, bytes)) or not hasattr(arrays, "__len__") or len(arrays) != 3:
+        raise TypeError(f"{name}: expected three float64 arrays of one length, got "
+                        f"{type(arrays).__name__}")
+    checked = tuple(validation.array(name, v, ndim=1, dtype=np.float64, contiguous=True,
+                                     min_size=1) for v in arrays)
+    if len({v.shape for v in checked}) > 1:
+        raise ValueError(f"{name}: expected three arrays of one length, got shapes "
+                         f"{[v.shape for v in checked]}")
+    if not checked[written].flags.writeable:
+        raise ValueError(f"{name}: expected array {written} to be writable (it is overwritten)")
+    return checked
+
+
+def _scratch(n: int | None, arrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Three float64 arrays of one length: ``arrays`` (a, b, c) if given, else new ones of ``n``."""
+    if arrays is None:
+        n = beyond_cache_length(3) if n is None else validation.positive_int("n", n)
+        return np.zeros(n), np.ones(n), np.full(n, 2.0)  # zeros/ones/full touch every page now
+    if n is not None:
+        raise ValueError("n, arrays: expected one of them, got both")
+    return three_arrays("arrays", arrays, written=0)
+
+
 def stream_bandwidth(kernel: str = "triad", n_threads: int = 1, *, n: int | None = None,
-                     repeat: int = 5) -> float:
-    """GB/s of one STREAM kernel on ``n_threads`` of numba's threads (bytes by the rule above)."""
+                     repeat: int = 5, arrays=None) -> float:
+    """GB/s of one STREAM kernel on ``n_threads`` of numba's threads (bytes by the rule above).
+
+    ``arrays``: three float64 arrays (a, b, c) of one length to use instead of allocating
+    them (a lesson that already holds large arrays need not hold three more); ``a`` is
+    overwritten, ``b`` and ``c`` are only read.
+    """
     validation.choice("kernel", kernel, KERNELS)
     repeat = validation.positive_int("repeat", repeat)
-    n = beyond_cache_length(3) if n is None else validation.positive_int("n", n)
-    a, b, c = np.zeros(n), np.ones(n), np.full(n, 2.0)  # zeros/ones/full touch every page now
+    a, b, c = _scratch(n, arrays)
+    n = a.shape[0]
     reads, writes = KERNELS[kernel]
     with threads.using_threads(n_threads):
         if kernel == "copy":
@@ -133,10 +164,14 @@ def stream_bandwidth(kernel: str = "triad", n_threads: int = 1, *, n: int | None
     return bytes_moved(n, reads=reads, writes=writes) / t.best / 1e9
 
 
-def memory_roof(*, n: int | None = None, repeat: int = 5) -> MemoryRoof:
-    """Copy and triad on one thread and on all of numba's threads; the best is the roof."""
-    n = beyond_cache_length(3) if n is None else validation.positive_int("n", n)
+def memory_roof(*, n: int | None = None, repeat: int = 5, arrays=None) -> MemoryRoof:
+    """Copy and triad on one thread and on all of numba's threads; the best is the roof.
+
+    ``arrays``: as in ``stream_bandwidth`` (one set of three arrays serves all four runs).
+    """
+    repeat = validation.positive_int("repeat", repeat)
+    arrays = _scratch(n, arrays)
     counts = sorted({1, threads.max_threads()})
-    rates = {(name, k): stream_bandwidth(name, k, n=n, repeat=repeat)
+    rates = {(name, k): stream_bandwidth(name, k, repeat=repeat, arrays=arrays)
              for name in KERNELS for k in counts}
-    return MemoryRoof(rates, n)
+    return MemoryRoof(rates, arrays[0].shape[0])

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from mlpar.cpu import stream
@@ -31,3 +32,20 @@ def test_memory_roof_is_the_best_rate():
     assert "write-allocate counted" in repr(roof)
     with pytest.raises(ValueError, match="kernel: expected one of"):
         stream.stream_bandwidth("scale")
+
+
+def test_the_roof_can_run_on_arrays_the_caller_already_holds():
+    n = 1 << 12
+    out, x, y = np.empty(n), np.ones(n), np.full(n, 2.0)
+    roof = stream.memory_roof(repeat=1, arrays=(out, x, y))
+    assert roof.n == n and roof.gbps > 0
+    assert np.all(x == 1.0) and np.all(y == 2.0)  # only the first array is written
+    with pytest.raises(TypeError, match="arrays: expected three"):
+        stream.memory_roof(arrays=(out, x))
+    with pytest.raises(ValueError, match="arrays: expected three arrays of one length"):
+        stream.memory_roof(arrays=(out, x, y[:10]))
+    with pytest.raises(ValueError, match="n, arrays"):
+        stream.memory_roof(n=n, arrays=(out, x, y))
+    x.flags.writeable = False
+    with pytest.raises(ValueError, match="writable"):
+        stream.stream_bandwidth(arrays=(x, out, y))

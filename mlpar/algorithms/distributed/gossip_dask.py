@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlpar.algorithms.distributed import gossip, topologies
-from mlpar.core import splits, validation
+from mlpar.core import limits, splits, validation
 
 PICKLE_OVERHEAD = len(pickle.dumps(np.zeros(1), protocol=5)) - 8  # header bytes per array sent
 
@@ -161,9 +161,36 @@ def count_actors(dask_worker) -> int:
     return len(dask_worker.state.actors)
 
 
+def check_client(client):
+    """``client`` if it is a ``dask.distributed.Client`` (as ``dask_client`` yields), else a
+    ``TypeError`` that says so."""
+    from distributed import Client
+
+    if not isinstance(client, Client):
+        raise TypeError(f"client: expected a dask.distributed.Client (from "
+                        f"mlpar.cluster.dask_cluster.dask_client), got {type(client).__name__}")
+    return client
+
+
+def check_nodes(nodes) -> list:
+    """``nodes`` as a list of at least 2 GossipNode actor handles (from ``gossip_nodes``)."""
+    from distributed import Actor
+
+    if isinstance(nodes, (str, bytes)) or not hasattr(nodes, "__iter__"):
+        raise TypeError(f"nodes: expected the list of actor handles that gossip_nodes yields, "
+                        f"got {type(nodes).__name__}")
+    nodes = list(nodes)
+    if not all(isinstance(node, Actor) for node in nodes):
+        raise TypeError("nodes: expected the list of actor handles that gossip_nodes yields, got "
+                        "something else in it")
+    if len(nodes) < 2:
+        raise ValueError(f"nodes: expected at least 2 nodes, got {len(nodes)}")
+    return nodes
+
+
 def actors_left(client) -> int:
     """Actors alive on all workers of ``client``'s cluster."""
-    return sum(client.run(count_actors).values())
+    return sum(check_client(client).run(count_actors).values())
 
 
 @contextmanager
@@ -171,6 +198,9 @@ def gossip_nodes(client, X, y, W, *, heterogeneous: bool = True, timeout: float 
     """Start one ``GossipNode`` actor per row of ``W`` (round-robin over the workers), wire
     each to its neighbours, yield the handles; release them all on exit and wait until no
     actor is left (``RuntimeError`` if one is)."""
+    check_client(client)
+    heterogeneous = validation.flag("heterogeneous", heterogeneous)
+    timeout = validation.positive("timeout", timeout)
     W = topologies.check_mixing(W)
     n = len(W)
     X, y, parts = (gossip.heterogeneous_split(X, y, n) if heterogeneous
@@ -230,7 +260,8 @@ def gossip_rounds(nodes, *, n_rounds: int, lr: float) -> RealRun:
     time is measured on each node's own clock (between the ends of consecutive rounds), and the
     slowest node's counts.
     """
-    n_rounds = validation.positive_int("n_rounds", n_rounds)
+    nodes = check_nodes(nodes)
+    n_rounds = limits.rounds("n_rounds", n_rounds)
     lr = validation.positive("lr", lr)
     before = [node.report().result() for node in nodes]
     reports = [f.result() for f in [node.run_rounds(n_rounds, lr) for node in nodes]]
@@ -243,8 +274,8 @@ def gossip_rounds(nodes, *, n_rounds: int, lr: float) -> RealRun:
 
 def allreduce(nodes, vectors, *, tag: str = "allreduce") -> tuple[list[np.ndarray], dict]:
     """Ring all-reduce of ``vectors`` (one per node) on the actors: results and bytes per node."""
-    if len(vectors) != len(nodes):
-        raise ValueError(f"vectors: expected one per node ({len(nodes)}), got {len(vectors)}")
+    nodes = check_nodes(nodes)
+    vectors = _one_vector_per_node(vectors, len(nodes))
     before = [node.report().result() for node in nodes]
     results = [f.result() for f in [node.allreduce(tag, v) for node, v in zip(nodes, vectors)]]
     after = [node.report().result() for node in nodes]
@@ -253,15 +284,34 @@ def allreduce(nodes, vectors, *, tag: str = "allreduce") -> tuple[list[np.ndarra
     return results, sent
 
 
+def _one_vector_per_node(vectors, n: int) -> list[np.ndarray]:
+    if isinstance(vectors, (str, bytes)) or not hasattr(vectors, "__len__"):
+        raise TypeError(f"vectors: expected a list of {n} arrays, one per node, got "
+                        f"{type(vectors).__name__}")
+    if len(vectors) != n:
+        raise ValueError(f"vectors: expected one per node ({n}), got {len(vectors)}")
+    vectors = [validation.array("vectors", v, ndim=1, dtype=np.float64, finite=True, min_size=1)
+               for v in vectors]
+    if len({v.shape for v in vectors}) > 1:
+        raise ValueError(f"vectors: expected arrays of one length, got lengths "
+                         f"{sorted({len(v) for v in vectors})}")
+    return vectors
+
+
 def calibrate_links(nodes, *, sizes=(8, 1 << 18), repeat: int = 9) -> tuple[float, float]:
     """(α, β) of actor-to-actor messages, from node 0 ↔ node 1 round trips of two sizes.
 
     Like ``cost_model.measure_messages``: one way = round trip / 2 = α + β·b.
     """
+    nodes = check_nodes(nodes)
+    repeat = validation.positive_int("repeat", repeat, maximum=1000)
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__len__") or len(sizes) != 2:
+        raise TypeError(f"sizes: expected two message sizes in bytes, got {sizes!r}")
+    sizes = sorted(validation.integer("sizes", b, minimum=8, maximum=1 << 26) for b in sizes)
     if len(nodes) < 2:
         raise ValueError(f"nodes: expected at least 2 nodes, got {len(nodes)}")
     small, large = (nodes[0].ping(1, b, repeat).result() / 2 for b in sizes)
-    beta = max((large - small) / (sizes[1] - sizes[0]), 0.0)
+    beta = max((large - small) / max(sizes[1] - sizes[0], 1), 0.0)
     return max(small - beta * sizes[0], 0.0), float(beta)
 
 
@@ -308,6 +358,13 @@ def measure_and_predict(client, X, y, topology: str = "ring", n_nodes: int = 4, 
     from mlpar.cluster.cost_model import CostModel, measure_per_sample
     from mlpar.core.environment import usable_cores
 
+    check_client(client)
+    n_nodes = limits.workers("n_nodes", n_nodes)
+    if n_nodes < 2:
+        raise ValueError(f"n_nodes: expected at least 2 nodes, got {n_nodes}")
+    n_rounds = limits.rounds("n_rounds", n_rounds)
+    lr = validation.positive("lr", lr)
+
     W = (topologies.topology_matrix(topology, n_nodes) if topology != "ring" or n_nodes > 2
          else np.full((2, 2), 0.5))
     Xs, ys, parts = gossip.heterogeneous_split(X, y, n_nodes)
@@ -326,5 +383,7 @@ def measure_and_predict(client, X, y, topology: str = "ring", n_nodes: int = 4, 
 
 def gather_broadcast(nodes, vectors, *, tag: str = "server") -> list[np.ndarray]:
     """A parameter server's round on the same actors: all send to node 0, which sends back."""
+    nodes = check_nodes(nodes)
+    vectors = _one_vector_per_node(vectors, len(nodes))
     results = [f.result() for f in [node.via_root(tag, v) for node, v in zip(nodes, vectors)]]
     return results
