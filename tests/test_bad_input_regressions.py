@@ -153,3 +153,36 @@ def _logistic():
     from mlpar.algorithms.model_selection.cross_validation import make_model
 
     return make_model("logistic")
+
+
+def test_gossip_and_topology_helpers_name_what_is_wrong():
+    import networkx as nx
+    import numpy as np
+
+    from mlpar.algorithms.distributed import gossip, topologies
+    from mlpar.algorithms.distributed.mapreduce import place_shards
+    from mlpar.algorithms.model_selection.speedup import fits
+    from mlpar.cluster.engines import make_engine
+    from mlpar.cluster.peer_network import PeerNetwork
+
+    X, y = np.ones((8, 2)), np.arange(8.0)
+    for call, error, words in (
+        (lambda: gossip.gather_broadcast(None, [np.ones(2)] * 2), TypeError, "net: expected a PeerNetwork"),
+        (lambda: gossip.ring_allreduce(PeerNetwork(2), None), TypeError, "vectors"),
+        (lambda: gossip.ring_allreduce(PeerNetwork(2), [np.ones(2), np.ones(3)]), ValueError, "one length"),
+        (lambda: gossip.heterogeneous_split(X, y, True), TypeError, "n_nodes"),
+        (lambda: gossip.heterogeneous_split(X, y, 9), ValueError, "at most one node per row"),
+        (lambda: gossip.stable_lr(X, y, 0, heterogeneous=False), ValueError, "n_nodes"),
+        (lambda: topologies.graph("ring", 10**12), ValueError, "n: expected"),  # was MemoryError
+        (lambda: topologies.topology_matrix("ring", 10**12), ValueError, "n: expected"),
+        (lambda: topologies.check_mixing(np.eye(2), object()), TypeError, "g: expected a networkx graph"),
+        (lambda: topologies.warn_if_disconnected(None), TypeError, "g: expected a networkx graph"),
+        (lambda: place_shards(None, X, y), TypeError, "eng: expected an open Engine"),
+        (lambda: fits(2.5, 10), TypeError, "n_fits"),
+    ):
+        with pytest.raises(error, match=words):
+            call()
+    with make_engine("simulated", 2) as eng:
+        with pytest.raises(ValueError, match="at least one row per worker"):
+            place_shards(eng, X[:1], y[:1])
+    assert topologies.warn_if_disconnected(nx.cycle_graph(4)) == 1

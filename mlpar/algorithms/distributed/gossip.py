@@ -123,9 +123,12 @@ def heterogeneous_split(X, y, n_nodes: int):
     Returns (X sorted, y sorted, shards). Each node's own least-squares optimum differs, so the
     nodes must talk to agree on one model.
     """
+    n_nodes = validation.integer("n_nodes", n_nodes, minimum=1, maximum=topologies.MAX_NODES)
     X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
     y = validation.array("y", y, ndim=1, dtype=np.float64, finite=True)
     validation.same_length("X", X, "y", y)
+    if n_nodes > len(y):
+        raise ValueError(f"n_nodes: expected at most one node per row ({len(y)}), got {n_nodes}")
     order = np.argsort(y, kind="stable")
     return X[order], y[order], splits.shards(len(y), n_nodes)
 
@@ -213,12 +216,15 @@ def stable_lr(X, y, n_nodes: int, *, heterogeneous: bool = True, safety: float =
     A node's step on its own shard is stable only below 2/L of *its* loss; with tiny shards of
     similar houses, that is much smaller than the whole data set's bound.
     """
-    if heterogeneous:
+    safety = validation.positive("safety", safety)
+    if validation.flag("heterogeneous", heterogeneous):
         X, y, parts = heterogeneous_split(X, y, n_nodes)
     else:
+        heterogeneous_split(X, y, n_nodes)  # the same checks of X, y and n_nodes
+        X = np.asarray(X, dtype=np.float64)
         parts = splits.shards(len(y), n_nodes)
     L = max(np.linalg.norm(X[s].T @ X[s], 2) for s in parts) * n_nodes / len(y)
-    return float(min(0.5, validation.positive("safety", safety) / L))
+    return float(min(0.5, safety / L))
 
 
 def rounds_to_loss(result: TrainingResult, target: float) -> float:
@@ -241,9 +247,7 @@ def ring_allreduce(net: PeerNetwork, vectors) -> list[np.ndarray]:
     if not isinstance(net, PeerNetwork):
         raise TypeError(f"net: expected a PeerNetwork, got {type(net).__name__}")
     n = net.n_nodes
-    vectors = [np.asarray(v, dtype=float) for v in vectors]
-    if n < 2 or len(vectors) != n:
-        raise ValueError(f"vectors: expected one vector per node ({n}, n ≥ 2), got {len(vectors)}")
+    vectors = node_vectors(vectors, n)
     chunks = [np.array_split(v.copy(), n) for v in vectors]
     step_start = net.elapsed()
     for phase in ("reduce-scatter", "all-gather"):
@@ -259,10 +263,27 @@ def ring_allreduce(net: PeerNetwork, vectors) -> list[np.ndarray]:
     return [np.concatenate(parts) / n for parts in chunks]
 
 
+def node_vectors(vectors, n: int) -> list[np.ndarray]:
+    """``vectors`` checked as one finite 1-D float vector per node (n ≥ 2), all of one length."""
+    if isinstance(vectors, (str, bytes)) or not hasattr(vectors, "__len__"):
+        raise TypeError(f"vectors: expected a list of one vector per node, got "
+                        f"{type(vectors).__name__}")
+    if n < 2 or len(vectors) != n:
+        raise ValueError(f"vectors: expected one vector per node ({n}, n ≥ 2), got {len(vectors)}")
+    vectors = [validation.array("vectors", v, ndim=1, dtype=np.float64, finite=True, min_size=1)
+               for v in vectors]
+    if len({v.shape for v in vectors}) > 1:
+        raise ValueError(f"vectors: expected vectors of one length, got lengths "
+                         f"{sorted({len(v) for v in vectors})}")
+    return vectors
+
+
 def gather_broadcast(net: PeerNetwork, vectors) -> list[np.ndarray]:
     """The mean on every node through node 0: right answer, node 0 sends (n−1)·M bytes."""
+    if not isinstance(net, PeerNetwork):
+        raise TypeError(f"net: expected a PeerNetwork, got {type(net).__name__}")
     n = net.n_nodes
-    vectors = [np.asarray(v, dtype=float) for v in vectors]
+    vectors = node_vectors(vectors, n)
     total = vectors[0].copy()
     for i in range(1, n):
         total += net.send(i, 0, vectors[i])

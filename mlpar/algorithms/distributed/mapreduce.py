@@ -23,7 +23,7 @@ import numpy as np
 from mlpar.algorithms.distributed import least_squares
 from mlpar.algorithms.training import TrainingResult
 from mlpar.cluster.cost_model import CostModel
-from mlpar.cluster.engines import engine_scope, planned_workers
+from mlpar.cluster.engines import Engine, engine_scope, planned_workers
 from mlpar.cluster.simulated_cluster import Breakdown, SimulatedCluster
 from mlpar.core import limits, splits, validation
 
@@ -61,6 +61,13 @@ class Shard:
 
 def place_shards(eng, X: np.ndarray, y: np.ndarray) -> list[Shard]:
     """Split the rows into ``eng.n_workers`` contiguous shards and put shard i on worker i."""
+    if not isinstance(eng, Engine):
+        raise TypeError(f"eng: expected an open Engine (mlpar.cluster.engines.make_engine), "
+                        f"got {type(eng).__name__}")
+    X, y = _check_data(X, y)
+    if len(y) < eng.n_workers:
+        raise ValueError(f"X, y: expected at least one row per worker ({eng.n_workers}), "
+                         f"got {len(y)}")
     parts = splits.shards(len(y), eng.n_workers)
     return [Shard(eng.put(i, X[s]), eng.put(i, y[s]), s.stop - s.start) for i, s in enumerate(parts)]
 

@@ -40,11 +40,23 @@ class ConsensusWarning(UserWarning):
     """The graph is disconnected: the nodes can never agree on one average."""
 
 
+#: The most nodes a graph or mixing matrix here may have: a dense n × n matrix of 4096 nodes
+#: is 128 MB, and the lesson's largest network has 256.
+MAX_NODES = 4096
+
+
 def _n(n) -> int:
-    n = validation.integer("n", n)
+    n = validation.integer("n", n, maximum=MAX_NODES)
     if n < 2:
         raise ValueError(f"n: expected at least 2 nodes (one node has nobody to talk to), got {n}")
     return n
+
+
+def check_graph(name: str, g):
+    """``g`` if it is a networkx graph (directed or not), else a ``TypeError`` naming ``name``."""
+    if not isinstance(g, (nx.Graph, nx.DiGraph)):
+        raise TypeError(f"{name}: expected a networkx graph, got {type(g).__name__}")
+    return g
 
 
 def torus_shape(n: int, rows: int | None = None) -> tuple[int, int]:
@@ -106,8 +118,7 @@ def graph(topology: str, n: int, *, rows: int | None = None, p: float = 0.3,
 
 def undirected(name: str, g) -> nx.Graph:
     """``g`` if it is an undirected networkx graph on nodes 0 … n−1, else a clear error."""
-    if not isinstance(g, (nx.Graph, nx.DiGraph)):
-        raise TypeError(f"{name}: expected a networkx graph, got {type(g).__name__}")
+    check_graph(name, g)
     if g.is_directed():
         raise ValueError(f"{name}: expected an undirected graph (directed graphs need their own "
                          "weights, e.g. exponential_matrix), got a DiGraph")
@@ -118,6 +129,7 @@ def undirected(name: str, g) -> nx.Graph:
 
 def warn_if_disconnected(g) -> int:
     """Warn (``ConsensusWarning``) if ``g`` has several components; return their number."""
+    g = check_graph("g", g)
     parts = (nx.number_weakly_connected_components(g) if g.is_directed()
              else nx.number_connected_components(g))
     if parts > 1:
@@ -215,6 +227,7 @@ def check_mixing(W, g=None, *, name: str = "W") -> np.ndarray:
             raise ValueError(f"{name}: expected a doubly stochastic matrix, but {what} "
                              f"{bad[:5].tolist()} sum to {np.round(sums[bad[:5]], 6).tolist()}, not 1")
     if g is not None:
+        check_graph("g", g)
         if g.number_of_nodes() != n:
             raise ValueError(f"{name}: expected {g.number_of_nodes()} nodes as in the graph, got {n}")
         allowed = np.eye(n, dtype=bool)

@@ -61,6 +61,8 @@ def fit_seconds(model, X, y, *, repeat: int = 2, seed: int = 0) -> float:
 
 def fits(n_fits: int, n_samples: int, *, seed: int = 0) -> list:
     """``n_fits`` (train, test) pairs: repeated 5-fold, as many repeats as needed, cut."""
+    n_fits = validation.positive_int("n_fits", n_fits, maximum=10_000)
+    n_samples = validation.positive_int("n_samples", n_samples)
     repeats = math.ceil(n_fits / FOLDS)
     return splits.repeated_kfold(n_samples, FOLDS, repeats, seed=seed)[:n_fits]
 
