@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from mlpar.algorithms.distributed import house_prices, least_squares, mapreduce
-from mlpar.cluster.engines import DaskEngine, ProcessEngine, SimulatedEngine
+from mlpar.cluster.engines import DaskEngine, Engine, ProcessEngine, SimulatedEngine
 from mlpar.core import claims, validation
 
 MODEL_TOLERANCE = 1.3  # measured / predicted within this factor, either way
@@ -33,6 +33,12 @@ def predict_on(engine, quick: bool = False) -> mapreduce.Prediction:
 
     ``engine``: an open engine (kept open), or 'processes' / 'dask' for 2 new workers.
     """
+    quick = validation.flag("quick", quick)
+    if isinstance(engine, str):
+        validation.choice("engine", engine, ("processes", "dask"))
+    elif not isinstance(engine, Engine):
+        raise TypeError(f"engine: expected an open Engine, 'processes' or 'dask', got "
+                        f"{type(engine).__name__}")
     X, y = house_prices.load(100_000 if quick else 400_000)
     options = dict(n_iter=10 if quick else 30, repeat=3 if quick else 9)
     if not isinstance(engine, str):

@@ -9,7 +9,7 @@ from mlpar.algorithms.distributed import house_prices, parameter_server
 from mlpar.algorithms.distributed.mapreduce import Prediction
 from mlpar.claims.l05_mapreduce import MODEL_TOLERANCE
 from mlpar.cluster.cost_model import CostModel
-from mlpar.cluster.engines import DaskEngine
+from mlpar.cluster.engines import DaskEngine, Engine
 from mlpar.core import claims, validation
 
 NOISY = CostModel(alpha=20e-6, per_sample=5e-6, straggler=0, slowdown=3.0, jitter=1.0, seed=0)
@@ -46,6 +46,9 @@ def staleness_within_bound(quick: bool = False):
 def predict_dask(quick: bool = False, engine=None) -> Prediction:
     """The asynchronous server on Dask (an open ``engine``, or 2 new workers) beside its
     calibrated simulation."""
+    quick = validation.flag("quick", quick)
+    if engine is not None and not isinstance(engine, Engine):
+        raise TypeError(f"engine: expected an open Engine or None, got {type(engine).__name__}")
     X, y = house_prices.load()
     options = dict(mode="async", n_updates=80 if quick else 400, lr=0.1, batch_size=64, seed=0,
                    repeat=3 if quick else 9)
