@@ -75,6 +75,8 @@ def versus_libsvm(n: int, C: float, gamma: float, *, repeat: int, seed: int = 0)
     """One grid point: fast SMO against SVC on circles data, timed alternately."""
     from sklearn.svm import SVC
 
+    repeat = validation.positive_int("repeat", repeat, maximum=100)
+
     X, y = circles(n, seed=seed)
     params = {"C": C, "gamma": gamma, "tol": TOL}
     svc = SVC(kernel="rbf", cache_size=smo_fast.DEFAULT_CACHE_MB, **params)
@@ -121,7 +123,9 @@ def smo_grid(quick: bool = False, *, repeat: int | None = None) -> list:
     """``versus_libsvm`` on every point of ``GRID`` (``QUICK_GRID`` if quick)."""
     quick = validation.flag("quick", quick)
     grid = QUICK_GRID if quick else GRID
-    repeat = repeat or (2 if quick else 3)
+    quick = validation.flag("quick", quick)
+    repeat = (2 if quick else 3) if repeat is None else validation.positive_int(
+        "repeat", repeat, maximum=100)
     return [versus_libsvm(n, C, g, repeat=repeat)
             for n in grid["n"] for C in grid["C"] for g in grid["gamma"]]
 

@@ -90,6 +90,7 @@ def product_intensity() -> float:
 
 def matmul_intensity(side: int) -> float:
     """Flop per byte sent for a float32 side × side matmul: 2n³ flops, 3n² numbers of 4 bytes."""
+    side = validation.positive_int("side", side)
     return 2 * side**3 / (3 * side**2 * 4)
 
 

@@ -11,11 +11,15 @@ tree algorithms as MPI implements them.
 
 from __future__ import annotations
 
+from mlpar.cluster.simulated_cluster import SimulatedCluster
 from mlpar.core import validation
 
 
-def _check(cluster, nbytes, start):
-    nbytes = validation.integer("nbytes", nbytes, minimum=0)
+def _check(cluster, nbytes, start, add_per_byte: float = 0.0):
+    if not isinstance(cluster, SimulatedCluster):
+        raise TypeError(f"cluster: expected a SimulatedCluster, got {type(cluster).__name__}")
+    validation.non_negative("add_per_byte", add_per_byte)
+    nbytes = validation.integer("nbytes", nbytes, minimum=0, maximum=1 << 40)
     start = cluster.now if start is None else validation.non_negative("start", start)
     return nbytes, start
 
@@ -30,7 +34,7 @@ def tree_reduce(cluster, nbytes: int, start: float | None = None, *,
                 add_per_byte: float = 0.0) -> float:
     """Binary tree onto worker 0: at level k, worker i + 2ᵏ sends to worker i (i a multiple
     of 2ᵏ⁺¹) and i adds. ⌈log₂ m⌉ levels; the pairs of one level use disjoint links."""
-    nbytes, start = _check(cluster, nbytes, start)
+    nbytes, start = _check(cluster, nbytes, start, add_per_byte)
     ready = [start] * cluster.n_workers
     step = 1
     while step < cluster.n_workers:
@@ -48,7 +52,7 @@ def ring_allreduce(cluster, nbytes: int, start: float | None = None, *,
     Every step, each worker sends one block of ⌈nbytes/m⌉ bytes to its right neighbour (and
     in the first half adds the block it receives). Afterwards every worker holds the sum.
     """
-    nbytes, start = _check(cluster, nbytes, start)
+    nbytes, start = _check(cluster, nbytes, start, add_per_byte)
     m = cluster.n_workers
     block = -(-nbytes // m)
     ready = [start] * m

@@ -161,6 +161,19 @@ def measure_per_sample(X: np.ndarray, y: np.ndarray, repeat: int = 7, *, work=No
     return float(np.median(times)) / len(X)
 
 
+def _check_engine(engine) -> None:
+    # The cost model sits below the engines (they import it), so it checks what it needs.
+    if not hasattr(engine, "submit") or not hasattr(engine, "put") or not hasattr(engine, "n_workers"):
+        raise TypeError(f"engine: expected an open Engine (mlpar.cluster.engines.make_engine), "
+                        f"got {type(engine).__name__}")
+
+
+def _check_sizes(sizes) -> None:
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
+        raise TypeError(f"sizes: expected a sequence of message sizes in bytes, got "
+                        f"{type(sizes).__name__}")
+
+
 def measure_compute(engine, X: np.ndarray, y: np.ndarray, *, work=None, repeat: int = 7) -> float:
     """Seconds per sample of ``work(Xᵢ, yᵢ, w)`` timed on every worker of ``engine`` at once.
 
@@ -173,10 +186,11 @@ def measure_compute(engine, X: np.ndarray, y: np.ndarray, *, work=None, repeat: 
     """
     from mlpar.core import splits
 
+    _check_engine(engine)
     X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
     y = validation.array("y", y, ndim=1, dtype=np.float64)
     validation.same_length("X", X, "y", y)
-    repeat = validation.positive_int("repeat", repeat)
+    repeat = validation.positive_int("repeat", repeat, maximum=1000)
     work = tasks.row_pass if work is None else validation.callable_("work", work)
     parts = splits.shards(len(y), engine.n_workers)
     refs = [(engine.put(i, X[s]), engine.put(i, y[s])) for i, s in enumerate(parts)]
@@ -205,6 +219,9 @@ _RESOLUTION = 1e-9  # below a nanosecond, a fitted time is the bisection's round
 
 def echo_round(n_workers: int, alpha: float, latency: float) -> float:
     """The model's time for empty echoes to ``n_workers`` workers at once (flat server)."""
+    n_workers = validation.positive_int("n_workers", n_workers, maximum=1 << 20)
+    alpha = validation.non_negative("alpha", alpha)
+    latency = validation.non_negative("latency", latency)
     link = n_workers * alpha  # the broadcast holds the server's link until then
     for i in range(n_workers):  # replies are ready in broadcast order and queue for the link
         link = max(link, (i + 1) * alpha + latency) + alpha
@@ -221,12 +238,8 @@ def measure_links(engine, sizes=(8, 1 << 20), repeat: int = 7) -> tuple[float, f
     ``measure_messages``. Values that noise makes negative are clipped to 0.
     Returns ``(alpha, latency, beta)``; with one worker, latency is 0 (nothing overlaps).
     """
-    if not hasattr(engine, "submit") or not hasattr(engine, "put"):
-        raise TypeError(f"engine: expected an open Engine (mlpar.cluster.engines.make_engine), "
-                        f"got {type(engine).__name__}")
-    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
-        raise TypeError(f"sizes: expected a sequence of message sizes in bytes, got "
-                        f"{type(sizes).__name__}")
+    _check_engine(engine)
+    _check_sizes(sizes)
     sizes = sorted(validation.integer("sizes", s, minimum=8, maximum=1 << 30) for s in sizes)
     if sizes[0] == sizes[-1]:
         raise ValueError(f"sizes: expected at least two different sizes, got {sizes}")
@@ -260,7 +273,9 @@ def measure_messages(engine, sizes=(8, 1 << 20), repeat: int = 7):
     messages could not overlap (``measure_links`` separates the two). A negative value, noise
     on a busy machine, is clipped to 0. Returns ``(alpha, beta)``.
     """
-    sizes = sorted(validation.integer("sizes", s, minimum=8) for s in sizes)
+    _check_engine(engine)
+    _check_sizes(sizes)
+    sizes = sorted(validation.integer("sizes", s, minimum=8, maximum=1 << 30) for s in sizes)
     if sizes[0] == sizes[-1]:
         raise ValueError(f"sizes: expected at least two different sizes, got {sizes}")
     repeat = validation.positive_int("repeat", repeat, maximum=1000)

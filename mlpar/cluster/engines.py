@@ -346,11 +346,14 @@ async def _awaited(future):
     return await future
 
 
+#: The most workers a simulated engine (or a remote Dask cluster) may be asked for.
+MAX_SIMULATED_WORKERS = 100_000
+
+
 def make_engine(engine: str, n_workers: int, *, cost: CostModel | None = None,
                 address: str | None = None, record: bool = True) -> Engine:
     """A new engine by name: 'simulated' (uses ``cost``), 'processes' or 'dask' (``address``)."""
-    validation.choice("engine", engine, ENGINES)
-    n_workers = validation.positive_int("n_workers", n_workers)
+    n_workers = planned_workers(engine, n_workers, address=address)
     if engine == "simulated":
         return SimulatedEngine(n_workers, cost, record=record)
     if engine == "processes":
@@ -375,10 +378,14 @@ def planned_workers(engine, n_workers: int | None = None, *, address: str | None
             f"engine: expected an Engine or one of {ENGINES}, got {type(engine).__name__}"
         )
     validation.choice("engine", engine, ENGINES)
+    if address is not None and not isinstance(address, str):
+        raise TypeError(f"address: expected a scheduler address str or None, got "
+                        f"{type(address).__name__}")
     n = 2 if n_workers is None else n_workers
     if engine == "processes" or (engine == "dask" and address is None):
         return limits.workers("n_workers", n)
-    return validation.positive_int("n_workers", n)
+    # Simulated workers cost memory only; a real cluster's size is the cluster's business.
+    return validation.positive_int("n_workers", n, maximum=MAX_SIMULATED_WORKERS)
 
 
 @contextmanager

@@ -81,6 +81,8 @@ def timed_once(func, *args) -> float:
     """Seconds of one call of ``func(*args)``, measured on the worker itself (no message)."""
     import time
 
+    validation.callable_("func", func)
+
     start = time.perf_counter()
     func(*args)
     return time.perf_counter() - start

@@ -10,6 +10,7 @@ TBB). ``python -m mlpar.bench claims`` runs every lesson's claims the same way.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from dataclasses import dataclass
 
@@ -44,6 +45,14 @@ class Claim:
         return line
 
 
+def ratio(numerator, denominator) -> float | None:
+    """numerator / denominator when both are positive finite numbers, else None (not measured)."""
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+               and v > 0 for v in (numerator, denominator)):
+        return None
+    return float(numerator) / float(denominator)
+
+
 def check(lesson: str, statement: str, value, *, at_least=None, at_most=None, unit: str = "",
           cause: str = "") -> Claim:
     """Build a ``Claim`` for ``value`` against one threshold (``at_least`` or ``at_most``).
@@ -60,6 +69,9 @@ def check(lesson: str, statement: str, value, *, at_least=None, at_most=None, un
                          f"at_least={at_least!r}, at_most={at_most!r}")
     threshold = validation.number("at_least" if at_most is None else "at_most",
                                   at_least if at_most is None else at_most)
+    if value is not None and not isinstance(value, numbers.Real):
+        raise TypeError(f"value: expected a measured number or None (not measured), got "
+                        f"{type(value).__name__}")
     value = float("nan") if value is None else float(value)
     claim = Claim(lesson, statement, value, threshold, ">=" if at_most is None else "<=", unit)
     if claim.held is not True:

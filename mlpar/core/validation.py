@@ -91,6 +91,13 @@ def non_negative(name: str, value) -> float:
     return number(name, value, low=0.0)
 
 
+def text(name: str, value) -> str:
+    """A ``str`` (a label, a name used in messages)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected a str, got {type(value).__name__} {_describe(value)}")
+    return value
+
+
 def choice(name: str, value, options: Iterable[str]):
     """One of a fixed set of names (engines, kernels, backends)."""
     options = tuple(options)

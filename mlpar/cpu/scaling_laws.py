@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlpar.core import validation
+from mlpar.core import limits, validation
 
 
 def _numbers(name: str, values) -> None:
@@ -222,9 +222,9 @@ class ScalingFit:
         return ax
 
 
-def _check_points(workers, speedups):
+def _check_points(workers, speedups, name: str = "speedups"):
     p = _workers("workers", workers)
-    S = _speedups(p, speedups)
+    S = _speedups(p, speedups, name)
     if not np.any(p > 1):
         raise ValueError(
             "workers: expected at least one worker count above 1 to fit a serial fraction"
@@ -245,10 +245,12 @@ def _relative_fit(law: str, p: np.ndarray, S: np.ndarray) -> float:
 
 
 def _fit(law: str, workers, speedups, rounds) -> ScalingFit:
-    p, S = _check_points(workers, speedups)
+    p, S = _check_points(workers, speedups,
+                         "scaled_speedups" if law == "gustafson" else "speedups")
     s = _relative_fit(law, p, S)
     u, n_rounds, spread = float("nan"), 0, ()
     if rounds is not None:
+        _numbers("rounds", rounds)
         R = np.asarray(rounds, dtype=float)
         if R.ndim != 2 or R.shape[1] != p.size:
             raise ValueError(f"rounds: expected an array of shape (n_rounds, {p.size}), "
@@ -339,10 +341,16 @@ class SpeedupCurve:
         return f"SpeedupCurve({kind}{pairs}; best of {len(self.samples)} rounds)"
 
 
+#: The most worker counts one scaling curve measures (each is timed ``repeat`` times).
+MAX_POINTS = 64
+
+
 def _worker_list(workers) -> list[int]:
     if isinstance(workers, (str, bytes)) or not hasattr(workers, "__iter__"):
         raise TypeError(f"workers: expected a sequence of worker counts, got {type(workers).__name__}")
-    ps = [validation.positive_int("workers", p) for p in workers]
+    if hasattr(workers, "__len__") and len(workers) > MAX_POINTS:
+        raise ValueError(f"workers: expected at most {MAX_POINTS} worker counts, got {len(workers)}")
+    ps = [limits.workers("workers", p) for p in workers]
     if not ps:
         raise ValueError("workers: expected at least one worker count, got an empty sequence")
     return ps

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit, prange
 
-from mlpar.core import threads, timing, validation
+from mlpar.core import limits, threads, timing, validation
 
 #: Bytes in one float64.
 WORD = 8
@@ -48,6 +48,7 @@ def bytes_moved(n: int, *, reads: int, writes: int, write_allocate: bool = True)
     n = validation.integer("n", n, minimum=0)
     reads = validation.integer("reads", reads, minimum=0)
     writes = validation.integer("writes", writes, minimum=0)
+    write_allocate = validation.flag("write_allocate", write_allocate)
     per_write = 2 if write_allocate else 1
     return WORD * n * (reads + per_write * writes)
 
@@ -137,6 +138,7 @@ def _scratch(n: int | None, arrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     """Three float64 arrays of one length: ``arrays`` (a, b, c) if given, else new ones of ``n``."""
     if arrays is None:
         n = beyond_cache_length(3) if n is None else validation.positive_int("n", n)
+        limits.elements("n", 3 * n)  # three arrays of n
         return np.zeros(n), np.ones(n), np.full(n, 2.0)  # zeros/ones/full touch every page now
     if n is not None:
         raise ValueError("n, arrays: expected one of them, got both")

@@ -86,3 +86,15 @@ def test_lesson_01_registers_four_claims():
     from mlpar.claims import l01_loops_to_threads as l01
 
     assert len(l01.CLAIMS) == 4 and all(callable(f) for f in l01.CLAIMS)
+
+
+def test_ratio_is_none_unless_both_figures_were_measured():
+    from mlpar.core.claims import ratio
+
+    assert ratio(3.0, 2.0) == 1.5
+    for a, b in ((None, 1.0), (1.0, 0.0), (float("nan"), 1.0), (1.0, float("inf")), ("3", 1.0), (True, 1.0)):
+        assert ratio(a, b) is None
+    held = claims.check("08", "a ratio that was not measured", ratio(None, 1.0), at_least=1.3)
+    assert held.held is None and "?" in str(held)
+    with pytest.raises(TypeError, match="value: expected a measured number"):
+        claims.check("08", "s", "1.5", at_least=1.0)

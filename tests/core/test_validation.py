@@ -152,3 +152,10 @@ def limits_elements(count):
     from mlpar.core import limits
 
     return limits.elements("n", count)
+
+
+def test_text_accepts_str_only():
+    assert v.text("name", "W") == "W"
+    for bad in (3, None, b"W"):
+        with pytest.raises(TypeError, match="name: expected a str"):
+            v.text("name", bad)

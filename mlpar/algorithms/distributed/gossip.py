@@ -169,6 +169,8 @@ def dpsgd(X, y, W, *, lr: float = 0.5, n_rounds: int = 100, cost: CostModel | No
     """
     seq = _matrices(W)
     n = len(seq[0])
+    heterogeneous = validation.flag("heterogeneous", heterogeneous)
+    duplex = validation.flag("duplex", duplex)
     lr = validation.positive("lr", lr)
     n_rounds = validation.positive_int("n_rounds", n_rounds)
     if heterogeneous:

@@ -87,6 +87,8 @@ def graph(topology: str, n: int, *, rows: int | None = None, p: float = 0.3,
     """
     validation.choice("topology", topology, TOPOLOGIES)
     n = _n(n)
+    p = validation.number("p", p, low=0.0, high=1.0)
+    seed = validation.seed("seed", seed)
     if topology == "ring":
         return nx.cycle_graph(n)
     if topology == "torus":
@@ -108,8 +110,7 @@ def graph(topology: str, n: int, *, rows: int | None = None, p: float = 0.3,
         label = {v: v if isinstance(v, int) else int("".join(map(str, v)), 2) for v in g.nodes}
         return nx.relabel_nodes(g, label)
     if topology == "erdos_renyi":
-        validation.number("p", p, low=0.0, high=1.0)
-        return nx.gnp_random_graph(n, p, seed=validation.seed("seed", seed))
+        return nx.gnp_random_graph(n, p, seed=seed)
     g = nx.DiGraph()
     g.add_nodes_from(range(n))
     g.add_edges_from((i, (i + k) % n) for i in range(n) for k in exponential_offsets(n))
@@ -118,6 +119,7 @@ def graph(topology: str, n: int, *, rows: int | None = None, p: float = 0.3,
 
 def undirected(name: str, g) -> nx.Graph:
     """``g`` if it is an undirected networkx graph on nodes 0 … n−1, else a clear error."""
+    name = validation.text("name", name)
     check_graph(name, g)
     if g.is_directed():
         raise ValueError(f"{name}: expected an undirected graph (directed graphs need their own "
@@ -214,6 +216,7 @@ def check_mixing(W, g=None, *, name: str = "W") -> np.ndarray:
 
     Raises ``ValueError`` naming ``name`` and the first thing that is wrong.
     """
+    name = validation.text("name", name)
     W = validation.array(name, W, ndim=2, dtype=np.float64, finite=True, min_size=4)
     n = W.shape[0]
     if W.shape != (n, n):

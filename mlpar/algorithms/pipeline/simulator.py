@@ -38,9 +38,17 @@ from mlpar.core import validation
 COLOURS = {"F": "tab:blue", "B": "tab:orange", "W": "tab:green"}
 
 
+#: The most model stages (p·v) a schedule may have here.
+MAX_STAGES = 4096
+
+
 def per_stage(name: str, value, n_stages: int) -> np.ndarray:
     """A duration (or size) for every model stage: a scalar for all, or one per stage, ≥ 0."""
-    arr = np.atleast_1d(np.asarray(value, dtype=float)) if not isinstance(value, str) else None
+    n_stages = validation.positive_int("n_stages", n_stages, maximum=MAX_STAGES)
+    try:
+        arr = np.atleast_1d(np.asarray(value, dtype=float)) if not isinstance(value, str) else None
+    except (TypeError, ValueError):
+        arr = None
     if arr is None or arr.ndim != 1 or arr.size not in (1, n_stages):
         raise ValueError(f"{name}: expected a number or {n_stages} numbers (one per stage), got {value!r}")
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):

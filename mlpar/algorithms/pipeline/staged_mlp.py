@@ -34,7 +34,9 @@ from mlpar.core import limits, validation
 
 def init_mlp(widths, *, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """Weights W_l (d_l, d_{l+1}) ~ N(0, 1/d_l) and biases b_l (d_{l+1},) ~ N(0, 0.01)."""
-    widths = [validation.positive_int("widths", w) for w in widths]
+    if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__"):
+        raise TypeError(f"widths: expected a list of layer sizes, got {type(widths).__name__}")
+    widths = [validation.positive_int("widths", w, maximum=1 << 14) for w in widths]
     if len(widths) < 2:
         raise ValueError(f"widths: expected at least two sizes (input, output), got {widths}")
     rng = np.random.default_rng(validation.seed("seed", seed))
@@ -194,6 +196,10 @@ class StagedRun:
 
 def predict(run: StagedRun, link: cost_model.CostModel | None) -> simulator.Timeline:
     """The simulator's timeline for the same schedule from the measured stage durations."""
+    if not isinstance(run, StagedRun):
+        raise TypeError(f"run: expected a StagedRun (StagedPipeline.run), got {type(run).__name__}")
+    if link is not None and not isinstance(link, cost_model.CostModel):
+        raise TypeError(f"link: expected a CostModel or None, got {type(link).__name__}")
     t_f, t_b = run.stage_durations()
     return simulator.simulate(run.timeline.schedule, t_f=t_f, t_b=t_b, link=link,
                               message_bytes=run.message_bytes)
