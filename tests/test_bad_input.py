@@ -88,6 +88,13 @@ EXCLUDED_FUNCTIONS = {
                                                   "arguments are checked in "
                                                   "tests/algorithms/distributed/test_gossip_dask.py",
     "mlpar.benchmarks.distributed.scheduler_rounds": "needs a running Dask client (benchmark)",
+    "mlpar.algorithms.pipeline.simulator.per_stage": "a validator (name, value, n) like "
+                                                     "core.validation: its messages name `name`",
+    "mlpar.algorithms.distributed.topologies.check_graph": "a validator (name, g) like "
+                                                           "core.validation",
+    "mlpar.algorithms.pipeline.staged_mlp.predict": "needs a StagedRun of real stage processes; "
+                                                    "tests/algorithms/pipeline/test_staged_mlp.py "
+                                                    "checks its arguments",
     "mlpar.algorithms.model_selection.speedup.strong_and_scaled": "a whole scaling study (minutes "
                                                                   "on any valid input); its checks "
                                                                   "are cv_runner's and the curves'",
@@ -407,6 +414,7 @@ def _baselines():
         return init_mlp([3, 4, 3], seed=0)
 
     b["mlpar.algorithms.pipeline.staged_mlp:params"] = mlp
+    b["mlpar.cluster.cost_model:alpha"] = lambda: 1e-4  # seconds per message, not SVM's α
     b["mlpar.algorithms.pipeline.staged_mlp:Y"] = lambda: X.copy()  # 3 outputs, one per row
     return b
 

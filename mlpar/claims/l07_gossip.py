@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import time
 
 from mlpar.algorithms.distributed import gossip, gossip_dask, house_prices, topologies
@@ -24,6 +25,8 @@ def prediction_claim(prediction: gossip_dask.RoundPrediction) -> claims.Claim:
 
 
 def simulation_claim(seconds: float) -> claims.Claim:
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, numbers.Real)):
+        raise TypeError(f"seconds: expected a measured number or None, got {type(seconds).__name__}")
     return claims.check("07", "real seconds to simulate 100 D-PSGD rounds on a 256-node ring",
                         seconds, at_most=TARGET_SIM_SECONDS, unit=" s",
                         cause="a slow or busy CPU runs the simulator's Python loop slowly")

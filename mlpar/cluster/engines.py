@@ -353,7 +353,9 @@ MAX_SIMULATED_WORKERS = 100_000
 def make_engine(engine: str, n_workers: int, *, cost: CostModel | None = None,
                 address: str | None = None, record: bool = True) -> Engine:
     """A new engine by name: 'simulated' (uses ``cost``), 'processes' or 'dask' (``address``)."""
-    n_workers = planned_workers(engine, n_workers, address=address)
+    validation.choice("engine", engine, ENGINES)
+    n_workers = planned_workers(engine, validation.positive_int("n_workers", n_workers),
+                                address=address)
     if engine == "simulated":
         return SimulatedEngine(n_workers, cost, record=record)
     if engine == "processes":

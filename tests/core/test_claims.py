@@ -92,8 +92,11 @@ def test_ratio_is_none_unless_both_figures_were_measured():
     from mlpar.core.claims import ratio
 
     assert ratio(3.0, 2.0) == 1.5
-    for a, b in ((None, 1.0), (1.0, 0.0), (float("nan"), 1.0), (1.0, float("inf")), ("3", 1.0), (True, 1.0)):
+    for a, b in ((None, 1.0), (1.0, 0.0), (float("nan"), 1.0), (1.0, float("inf"))):
         assert ratio(a, b) is None
+    for a, b in (("3", 1.0), (True, 1.0), (1.0, [2.0])):
+        with pytest.raises(TypeError, match="expected a measured number"):
+            ratio(a, b)
     held = claims.check("08", "a ratio that was not measured", ratio(None, 1.0), at_least=1.3)
     assert held.held is None and "?" in str(held)
     with pytest.raises(TypeError, match="value: expected a measured number"):

@@ -172,7 +172,8 @@ def dpsgd(X, y, W, *, lr: float = 0.5, n_rounds: int = 100, cost: CostModel | No
     heterogeneous = validation.flag("heterogeneous", heterogeneous)
     duplex = validation.flag("duplex", duplex)
     lr = validation.positive("lr", lr)
-    n_rounds = validation.positive_int("n_rounds", n_rounds)
+    n_rounds = limits.rounds("n_rounds", n_rounds)
+    label = validation.text("label", label)
     if heterogeneous:
         X, y, parts = heterogeneous_split(X, y, n)
     else:

@@ -89,6 +89,8 @@ def graph(topology: str, n: int, *, rows: int | None = None, p: float = 0.3,
     n = _n(n)
     p = validation.number("p", p, low=0.0, high=1.0)
     seed = validation.seed("seed", seed)
+    if rows is not None:
+        rows = validation.positive_int("rows", rows)
     if topology == "ring":
         return nx.cycle_graph(n)
     if topology == "torus":

@@ -210,6 +210,7 @@ class _EchoLink:
 
     def __init__(self, pipe):
         self.pipe = pipe
+        self.n_workers = pipe.p
 
     def put(self, worker, value):
         return value

@@ -102,3 +102,10 @@ def test_a_neighbours_early_message_is_not_taken_for_a_command(process_census):
         run = pipe.run(X, Y, sc.gpipe(2, 2))
         assert max_difference(run.gradients, reference) <= 1e-12
     assert_no_new_children(before)
+
+
+def test_predict_names_a_wrong_run_or_link():
+    with pytest.raises(TypeError, match="run: expected a StagedRun"):
+        sm.predict(None, None)
+    with pytest.raises(TypeError, match="widths"):
+        sm.init_mlp(None, seed=0)
