@@ -19,7 +19,7 @@ CAUSE_BUSY = ("the stage processes share the cores with other programs, so they 
 
 def prediction_claim(measured: float, predicted: float) -> claims.Claim:
     """measured/predicted makespan within ``PREDICTION_WITHIN``× either way."""
-    ratio = claims.ratio(measured, predicted)
+    ratio = claims.ratio(measured, predicted, names=("measured", "predicted"))
     off = None if ratio is None else max(ratio, 1 / ratio)
     return claims.check("08", "the calibrated simulator predicts the real 2-stage run's makespan "
                         "(larger of measured/predicted and its inverse)", off,
@@ -29,7 +29,8 @@ def prediction_claim(measured: float, predicted: float) -> claims.Claim:
 def pipelining_claim(naive: float, pipelined: float) -> claims.Claim:
     """Naive model parallelism (m=1) vs 8 micro-batches, same mini-batch: speedup ≥ threshold."""
     return claims.check("08", "8 micro-batches are faster than naive model parallelism (m=1) on 2 stages",
-                        claims.ratio(naive, pipelined), at_least=PIPELINING_AT_LEAST, unit="×",
+                        claims.ratio(naive, pipelined, names=("naive", "pipelined")),
+                        at_least=PIPELINING_AT_LEAST, unit="×",
                         cause="the slowest stage sets the pace: with unequal stage times (see the "
                               "timeline) the best possible gain is the sum of the stage times over the "
                               "slowest one's, below the ideal mp/(m+p-1); " + CAUSE_BUSY)

@@ -45,13 +45,13 @@ class Claim:
         return line
 
 
-def ratio(numerator, denominator) -> float | None:
+def ratio(numerator, denominator, *, names=("numerator", "denominator")) -> float | None:
     """numerator / denominator when both are positive finite numbers, else None (not measured).
 
     A figure that is not a number at all (a str, a list) is a bug, not a missing measurement:
-    ``TypeError``.
+    ``TypeError`` naming it by ``names``.
     """
-    for name, v in (("numerator", numerator), ("denominator", denominator)):
+    for name, v in zip(names, (numerator, denominator), strict=True):
         if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
             raise TypeError(f"{name}: expected a measured number or None, got {type(v).__name__}")
     if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
