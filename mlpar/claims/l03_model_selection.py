@@ -35,23 +35,38 @@ def parallel_cv_speeds_up(quick: bool = False):
                         unit="×", cause=BUSY)
 
 
-def nogil_threads_beat_python_threads(quick: bool = False):
-    """On 2 threads, numba nogil code gains >= 1.5× more than pure Python (held by the GIL)."""
+def nogil_threads_beat_python_threads(quick: bool = False, *, table=None):
+    """On 2 threads, numba nogil code gains >= 1.5× more than pure Python (held by the GIL).
+
+    ``table``: a ``gil.GILTable`` already measured (the lesson passes the one it shows).
+    """
     quick = validation.flag("quick", quick)
     n = 500_000 if quick else 2_000_000
-    table = gil.gil_table(n_python=n, n_numba=20 * n, n_tasks=2, n_workers=2,
-                          repeat=1 if quick else 3, pools=("sequential", "threads"))
+    table = _gil_table(table) or gil.gil_table(
+        n_python=n, n_numba=20 * n, n_tasks=2, n_workers=2, repeat=1 if quick else 3,
+        pools=("sequential", "threads"))
     ratio = table.speedup("numba nogil", "threads") / table.speedup("python", "threads")
     return claims.check("03", "threads' speedup, numba nogil ÷ pure Python", ratio,
                         at_least=1.5, unit="×", cause=BUSY)
 
 
-def processes_escape_the_gil(quick: bool = False):
-    """Pure-Python work on 2 processes runs >= 1.5× faster than in one (tasks of ~0.1 s+)."""
+def _gil_table(table):
+    if table is not None and not isinstance(table, gil.GILTable):
+        raise TypeError(f"table: expected a GILTable (mlpar.cpu.gil.gil_table) or None, got "
+                        f"{type(table).__name__}")
+    return table
+
+
+def processes_escape_the_gil(quick: bool = False, *, table=None):
+    """Pure-Python work on 2 processes runs >= 1.5× faster than in one (tasks of ~0.1 s+).
+
+    ``table``: a ``gil.GILTable`` already measured (the lesson passes the one it shows).
+    """
     quick = validation.flag("quick", quick)
     n = 1_000_000 if quick else 2_000_000
-    table = gil.gil_table(n_python=n, n_numba=1_000, n_tasks=2, n_workers=2,
-                          repeat=1 if quick else 3, works=("python",))
+    table = _gil_table(table) or gil.gil_table(
+        n_python=n, n_numba=1_000, n_tasks=2, n_workers=2, repeat=2 if quick else 3,
+        works=("python",))
     return claims.check("03", "pure Python on 2 processes vs sequential",
                         table.speedup("python", "processes"), at_least=1.5, unit="×",
                         cause=BUSY + "; or process start-up and pickling outweigh short tasks")

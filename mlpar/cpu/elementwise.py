@@ -22,6 +22,7 @@ Variants, slowest to fastest in principle:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 
@@ -218,22 +219,30 @@ def measure_thread_scaling(x: np.ndarray, y: np.ndarray, *, degree: int = HORNER
     counted by the write-allocate rule. ``horner`` runs on the first ``HORNER_SHARE`` of
     ``x``: it is limited by arithmetic, so a shorter array shows the same rate in less time.
     Every kernel is called once before it is timed (``timing.measure``), so compilation is
-    not counted.
+    not counted. The ``repeat`` samples of each cell are taken in rounds that visit every
+    thread count in turn, and each cell keeps all its samples (``best`` is their minimum): a
+    moment when another program holds a core then slows one sample of each count, instead of
+    every sample of the count that happened to be measured at that moment.
     """
     out = _check_pair(x, y)
     coefficients = horner_coefficients(degree)
+    repeat = validation.positive_int("repeat", repeat, maximum=timing.MAX_REPEAT)
     counts = sorted({1, threads.max_threads()}) if thread_counts is None else list(thread_counts)
     n = x.shape[0]
     m = max(1, int(n * HORNER_SHARE))
     hx, hout = x[:m], out[:m]
     found = {}
-    for k in counts:
-        with threads.using_threads(k):
-            found["product", k] = timing.measure(product_parallel, x, y, out, repeat=repeat,
-                                                 name=f"product, {k} thread(s)",
-                                                 nbytes=PRODUCT_BYTES * n, flops=n)
-            found["horner", k] = timing.measure(horner, hx, coefficients, hout, repeat=repeat,
-                                                name=f"horner, {k} thread(s)",
-                                                nbytes=HORNER_BYTES * m,
-                                                flops=horner_flops(m, degree))
+    for _ in range(repeat):
+        for k in counts:
+            with threads.using_threads(k):
+                for key, t in ((("product", k), timing.measure(
+                                    product_parallel, x, y, out, repeat=1,
+                                    name=f"product, {k} thread(s)", nbytes=PRODUCT_BYTES * n,
+                                    flops=n)),
+                               (("horner", k), timing.measure(
+                                    horner, hx, coefficients, hout, repeat=1,
+                                    name=f"horner, {k} thread(s)", nbytes=HORNER_BYTES * m,
+                                    flops=horner_flops(m, degree)))):
+                    found[key] = t if key not in found else dataclasses.replace(
+                        found[key], times=found[key].times + t.times)
     return found
