@@ -13,10 +13,39 @@ from mlpar.claims import all_claims
 from mlpar.core import validation
 
 
+def settle(timeout: float = 10.0) -> float:
+    """Wait until the previous claim's worker processes have gone (a Dask cluster's workers
+    take a few seconds to shut down, and one still exiting takes a core from the next claim).
+
+    Idle pools that stay on purpose (joblib's loky workers, multiprocessing's resource
+    tracker) do not count. Returns the seconds waited.
+    """
+    import psutil
+
+    def busy() -> list:
+        found = []
+        for p in psutil.Process().children(recursive=True):
+            try:
+                line = " ".join(p.cmdline())
+            except psutil.Error:
+                continue
+            if "resource_tracker" not in line and "loky" not in line:
+                found.append(p)
+        return found
+
+    start = time.perf_counter()
+    while busy() and time.perf_counter() - start < timeout:
+        time.sleep(0.1)
+    return time.perf_counter() - start
+
+
 def run(quick: bool = False) -> dict:
     quick = validation.flag("quick", quick)
     start = time.perf_counter()
-    claims = [func(quick) for func in all_claims()]
+    claims = []
+    for func in all_claims():
+        settle()
+        claims.append(func(quick))
     return {
         "claims": [
             {"lesson": c.lesson, "statement": c.statement, "value": c.value,

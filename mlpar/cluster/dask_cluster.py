@@ -64,12 +64,32 @@ def dask_client(
         dashboard_address="127.0.0.1:0",
         silence_logs=logging.ERROR,
     )
+    environ = dict(os.environ)
     try:
         # direct_to_workers: results and actor calls go straight to the worker that holds
         # them, instead of through the scheduler (on this machine, every worker is reachable).
         with Client(cluster, direct_to_workers=True) as client:
             cluster.scale(n_workers)
             client.wait_for_workers(n_workers, timeout=START_TIMEOUT)
+            restore_environ(environ)
             yield client
     finally:
         cluster.close()
+        restore_environ(environ)
+
+
+def restore_environ(saved: dict) -> None:
+    """Put ``os.environ`` back as ``saved``.
+
+    Dask's nanny sets its workers' settings (``MALLOC_TRIM_THRESHOLD_``, one BLAS/OpenMP
+    thread) in *this* process's environment before it spawns a worker, and leaves them there.
+    Every process started afterwards would inherit them: with ``MALLOC_TRIM_THRESHOLD_`` set,
+    glibc stops adapting its mmap threshold, so each large numpy temporary is mapped and
+    unmapped again (lesson 08's pipeline stages ran 1.5× slower after a Dask lesson), and
+    loky or ``ProcessEngine`` workers would be held to one BLAS thread.
+    """
+    for key in [k for k in os.environ if k not in saved]:
+        del os.environ[key]
+    for key, value in saved.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value

@@ -39,3 +39,14 @@ def test_bad_arguments():
     with pytest.raises(TypeError, match="address: expected a scheduler address string"):
         with dask_client(8786):
             pass
+
+
+def test_dask_leaves_this_process_environment_as_it_found_it():
+    import os
+
+    from mlpar.cluster.dask_cluster import dask_client
+
+    before = dict(os.environ)
+    with dask_client(n_workers=1):
+        assert "MALLOC_TRIM_THRESHOLD_" not in os.environ or "MALLOC_TRIM_THRESHOLD_" in before
+    assert dict(os.environ) == before
