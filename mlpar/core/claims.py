@@ -104,4 +104,25 @@ def machine_causes() -> str:
         load = 0.0
     if load > cores:
         found.append(f"the machine is busy (load average {load:.1f} above {cores} usable cores)")
+    share = _core_share()
+    if share < CORE_SHARE_WARNING:
+        found.append(f"with all {cores} cores busy, the slowest ran at {share:.0%} of one core "
+                     "alone a moment ago: the host shares this machine's cores with others, "
+                     "which no load average shows")
     return "; ".join(found)
+
+
+#: Below this share of a full core (``environment.slowest_core_share``) a core is shared.
+CORE_SHARE_WARNING = 0.85
+_SHARE: dict = {}
+
+
+def _core_share() -> float:
+    """``environment.slowest_core_share()``, measured at most once a minute (it takes ~0.6 s)."""
+    import time
+
+    from mlpar.core import environment
+
+    if time.monotonic() - _SHARE.get("at", -1e9) > 60:
+        _SHARE.update(at=time.monotonic(), share=environment.slowest_core_share())
+    return _SHARE["share"]

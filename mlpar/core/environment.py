@@ -167,3 +167,41 @@ def copy_bandwidth(megabytes: int = 128, repeat: int = 5, parallel: bool = False
     copy = _parallel_copy() if parallel else np.copyto
     t = timing.measure(copy, dst, src, name="copy", repeat=repeat, nbytes=2 * src.nbytes)
     return t.gbps
+
+
+def _spin(seconds: float) -> float:
+    """Loop iterations per second of pure Python for ``seconds``: one core's speed."""
+    import time
+
+    start = now = time.perf_counter()
+    count = 0
+    while now - start < seconds:
+        count += 1
+        now = time.perf_counter()
+    return count / (now - start)
+
+
+def slowest_core_share(seconds: float = 0.25) -> float:
+    """How fast the slowest of ``usable_cores()`` busy processes runs, as a share of one
+    process running alone (1.0: every core delivers a full core; 1.0 when there is one core).
+
+    A virtual machine's cores can be shared with other machines on the same host: each
+    looks idle from inside, yet when all are busy one of them runs at, say, 70% of its speed.
+    No load average shows it; this does, in about ``2 × seconds`` plus process start-up.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from mlpar.core import validation
+
+    seconds = validation.number("seconds", seconds, low=0.01, high=10.0)
+    cores = usable_cores()
+    if cores < 2:
+        return 1.0
+    # spawn, not fork: the caller (a notebook kernel) may have threads running
+    with ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_spin, [0.01] * cores))  # start every worker before anything is timed
+        alone = pool.submit(_spin, seconds).result()
+        together = list(pool.map(_spin, [seconds] * cores))
+    return min(together) / alone
+

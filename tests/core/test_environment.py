@@ -1,3 +1,5 @@
+import pytest
+
 from mlpar.core import environment
 
 
@@ -45,3 +47,10 @@ def test_report_lists_the_facts():
         assert key in facts
     assert "cores (affinity)" in repr(report)
     assert any("GB/s" in v for v in environment.environment_report().as_dict().values())
+
+
+def test_slowest_core_share_is_a_share_of_one_core():
+    share = environment.slowest_core_share(0.05)
+    assert 0.0 < share <= 1.5  # above 1 only by timing noise
+    with pytest.raises(ValueError, match="seconds"):
+        environment.slowest_core_share(0)
