@@ -82,7 +82,8 @@ def check(lesson: str, statement: str, value, *, at_least=None, at_most=None, un
     value = float("nan") if value is None else float(value)
     claim = Claim(lesson, statement, value, threshold, ">=" if at_most is None else "<=", unit)
     if claim.held is not True:
-        reasons = [r for r in (cause, machine_causes()) if r]
+        # the machine's state explains a failed measurement, not one that could not be made
+        reasons = [r for r in (cause, machine_causes() if claim.held is False else "") if r]
         claim = Claim(lesson, statement, value, threshold, claim.comparison, unit, "; ".join(reasons))
     return claim
 
