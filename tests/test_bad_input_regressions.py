@@ -186,3 +186,11 @@ def test_gossip_and_topology_helpers_name_what_is_wrong():
         with pytest.raises(ValueError, match="at least one row per worker"):
             place_shards(eng, X[:1], y[:1])
     assert topologies.warn_if_disconnected(nx.cycle_graph(4)) == 1
+
+
+def test_scaling_curves_refuse_a_huge_repeat_before_allocating():
+    from mlpar.cpu import scaling_laws
+
+    for curve in (scaling_laws.speedup_curve, scaling_laws.scaled_speedup_curve):
+        with pytest.raises(ValueError, match="repeat"):
+            curve(lambda *a: None, [1, 2], repeat=10**12)  # was a MemoryError (21.8 TiB)

@@ -343,6 +343,8 @@ class SpeedupCurve:
 
 #: The most worker counts one scaling curve measures (each is timed ``repeat`` times).
 MAX_POINTS = 64
+#: The most rounds of a scaling curve: each round runs the whole job once per worker count.
+MAX_CURVE_ROUNDS = 1000
 
 
 def _worker_list(workers) -> list[int]:
@@ -390,7 +392,7 @@ def speedup_curve(
     ``p`` in ``workers``, in ``repeat`` interleaved rounds after one untimed warm-up of each.
     Put ``p = 1`` first."""
     validation.callable_("run", run)
-    repeat = validation.positive_int("repeat", repeat)
+    repeat = validation.positive_int("repeat", repeat, maximum=MAX_CURVE_ROUNDS)
     progress = validation.flag("progress", progress)
     ps = _worker_list(workers)
     samples = _rounds([lambda p=p: run(p) for p in ps], repeat, progress, "strong scaling")
@@ -409,7 +411,7 @@ def scaled_speedup_curve(
     two runs are one call).
     """
     validation.callable_("run", run)
-    repeat = validation.positive_int("repeat", repeat)
+    repeat = validation.positive_int("repeat", repeat, maximum=MAX_CURVE_ROUNDS)
     progress = validation.flag("progress", progress)
     ps = _worker_list(workers)
     calls = [lambda p=p: run(p, p) for p in ps]
