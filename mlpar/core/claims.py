@@ -106,7 +106,7 @@ def machine_causes() -> str:
     if load > cores:
         found.append(f"the machine is busy (load average {load:.1f} above {cores} usable cores)")
     share = _core_share()
-    if share < CORE_SHARE_WARNING:
+    if share < CORE_SHARE_WARNING:  # False for NaN: not measured
         found.append(f"with all {cores} cores busy, the slowest ran at {share:.0%} of one core "
                      "alone a moment ago: the host shares this machine's cores with others, "
                      "which no load average shows")
@@ -125,5 +125,10 @@ def _core_share() -> float:
     from mlpar.core import environment
 
     if time.monotonic() - _SHARE.get("at", -1e9) > 60:
-        _SHARE.update(at=time.monotonic(), share=environment.slowest_core_share())
+        try:
+            share = environment.slowest_core_share()
+        except Exception:  # noqa: BLE001 - a probe that cannot start must not break a claim
+            # (e.g. spawned processes cannot start from a script read from stdin)
+            share = float("nan")
+        _SHARE.update(at=time.monotonic(), share=share)
     return _SHARE["share"]

@@ -101,3 +101,18 @@ def test_ratio_is_none_unless_both_figures_were_measured():
     assert held.held is None and "?" in str(held)
     with pytest.raises(TypeError, match="value: expected a measured number"):
         claims.check("08", "s", "1.5", at_least=1.0)
+
+
+def test_a_core_share_probe_that_cannot_start_does_not_break_a_claim(monkeypatch):
+    from mlpar.core import environment
+
+    def broken(*_, **__):
+        raise RuntimeError("spawned processes cannot start here")
+
+    monkeypatch.setattr(environment, "slowest_core_share", broken)
+    monkeypatch.setattr(claims, "_SHARE", {})
+    failed = claims.check("01", "a claim that fails", 0.5, at_least=1.0)
+    assert failed.held is False and "core alone" not in failed.why_not
+    monkeypatch.setattr(environment, "slowest_core_share", lambda *_, **__: 0.5)
+    monkeypatch.setattr(claims, "_SHARE", {})
+    assert "the slowest ran at 50% of one core" in claims.check("01", "s", 0.5, at_least=1.0).why_not
