@@ -76,6 +76,23 @@ def pytest_runtest_logstart(nodeid, location):
     if psutil is None:
         return
     _SESSION.setdefault("pids", set()).update(_tree())
+    # A new file: the previous notebook's kernel has been shut down. What it left in /dev/shm
+    # is noted now, before the next lesson's first pool tidies up after dead processes and
+    # hides it (a notebook run on its own would show it at the end).
+    if location[0] != _SESSION.get("file"):
+        _SESSION["file"] = location[0]
+        _SESSION.setdefault("dead_owned", set()).update(_left_by_gone_processes())
+
+
+def _left_by_gone_processes() -> set[str]:
+    """/dev/shm entries new in this run whose owner, a process of this run, has exited."""
+    found = set()
+    for name in _shm() - _SESSION.get("shm", set()):
+        pid = cleanup.owner_pid(name)
+        if pid is not None and pid != os.getpid() and pid in _SESSION.get("pids", set()) \
+                and not psutil.pid_exists(pid):
+            found.add(name)
+    return found
 
 
 def pytest_runtest_logfinish(nodeid, location):
@@ -117,6 +134,9 @@ def session_leftovers(timeout: float = 10.0) -> list[str]:
                 problems.append(f"/dev/shm/{name} still holds {len(list(path.iterdir()))} file(s)")
         elif pid in _SESSION["pids"]:
             problems.append(f"/dev/shm/{name} left by process {pid} of this run, now gone")
+    for name in sorted(_SESSION.get("dead_owned", set()) - set(_shm())):
+        problems.append(f"/dev/shm/{name} left by process {cleanup.owner_pid(name)} of this run "
+                        "(removed later by another test's tidy-up)")
     return problems
 
 

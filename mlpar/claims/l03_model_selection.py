@@ -7,7 +7,7 @@ import numpy as np
 from mlpar.algorithms.model_selection import cross_validation as cv
 from mlpar.algorithms.model_selection import speedup
 from mlpar.core import claims, splits, validation
-from mlpar.cpu import gil
+from mlpar.cpu import gil, scaling_laws
 
 BUSY = "another program is using the cores, or this process may use only one"
 
@@ -25,9 +25,21 @@ def parallel_cv_gives_identical_scores(quick: bool = False):
                         cause="a task depends on where it runs (an unseeded random_state?)")
 
 
-def parallel_cv_speeds_up(quick: bool = False):
-    """2 × 5-fold CV (10 fits of >= 50 ms) on 2 loky processes is >= 1.7× the serial run."""
+def parallel_cv_speeds_up(quick: bool = False, *, curve=None):
+    """2 × 5-fold CV (10 fits of >= 50 ms) on 2 loky processes is >= 1.7× the serial run.
+
+    ``curve``: a strong-scaling ``SpeedupCurve`` of those 10 fits already measured on 1 and 2
+    workers (the lesson passes the one it plots, ``speedup.strong_and_scaled``'s first).
+    """
     quick = validation.flag("quick", quick)
+    if curve is not None:
+        if not isinstance(curve, scaling_laws.SpeedupCurve) or curve.serial_samples is not None \
+                or 1 not in curve.workers or 2 not in curve.workers:
+            raise TypeError("curve: expected a strong-scaling SpeedupCurve measured on 1 and 2 "
+                            f"workers, got {curve!r:.80}")
+        times = dict(zip(curve.workers, curve.times, strict=True))
+        return claims.check("03", "2×5-fold CV on 2 processes vs serial", times[1] / times[2],
+                            at_least=1.7, unit="×", cause=BUSY)
     X, y = cv.load_dataset("breast_cancer")
     ratio = speedup.parallel_cv_speedup(speedup.heavy_model(), X, y, n_fits=10,
                                            repeat=1 if quick else 3)

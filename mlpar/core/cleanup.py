@@ -80,3 +80,48 @@ def remove_stale_shm(root: str | os.PathLike = SHM) -> int:
         except OSError:  # another process tidied it first
             pass
     return removed
+
+
+def own_empty_shm_folders(root: str | os.PathLike = SHM) -> list[Path]:
+    """This process's joblib memmapping folders in ``root`` that hold nothing any more.
+
+    joblib empties a ``Parallel`` call's folder when the call ends but removes the folder
+    itself only at interpreter exit, which a kernel shut down by a test runner never reaches.
+    """
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root: expected a path (str or pathlib.Path), got {type(root).__name__}")
+    root = Path(root)
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        path = root / name
+        if name.startswith("joblib_memmapping_folder_") and owner_pid(name) == os.getpid():
+            try:
+                if path.is_dir() and not path.is_symlink() and not any(path.iterdir()):
+                    found.append(path)
+            except OSError:  # removed meanwhile
+                pass
+    return found
+
+
+def release_pools(root: str | os.PathLike = SHM) -> int:
+    """Stop joblib's reusable loky workers and remove this process's emptied memmapping
+    folders (and any entries of processes that have exited); returns how many entries went.
+
+    Call it when a lesson is done with joblib, never while a ``Parallel`` call is running:
+    a kernel that is then killed leaves nothing behind in ``/dev/shm``.
+    """
+    from joblib.externals.loky import get_reusable_executor
+
+    get_reusable_executor().shutdown(wait=True)
+    removed = remove_stale_shm(root)
+    for path in own_empty_shm_folders(root):
+        try:
+            path.rmdir()
+            removed += 1
+        except OSError:  # not empty after all, or gone
+            pass
+    return removed

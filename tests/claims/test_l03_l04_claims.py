@@ -35,3 +35,16 @@ def test_a_timing_claim_reports_a_figure_and_a_threshold():
     claim = l04.lock_free_beats_locked(quick=True)
     assert claim.lesson == "04" and claim.threshold == 1.5 and math.isfinite(claim.value)
     assert "lock-free" in repr(claim)
+
+
+def test_parallel_cv_claim_reads_a_strong_curve_it_is_given():
+    from mlpar.claims import l03_model_selection as c03
+    from mlpar.cpu.scaling_laws import SpeedupCurve
+
+    curve = SpeedupCurve(workers=(1, 2), samples=((2.0, 1.1), (2.1, 1.0)))
+    claim = c03.parallel_cv_speeds_up(curve=curve)
+    assert claim.held is True and claim.value == pytest.approx(2.0)
+    scaled = SpeedupCurve(workers=(1, 2), samples=((1.0, 1.1),), serial_samples=((1.0, 2.0),))
+    for wrong in ("1.8", scaled, SpeedupCurve(workers=(1, 4), samples=((2.0, 0.6),))):
+        with pytest.raises(TypeError, match="curve"):
+            c03.parallel_cv_speeds_up(curve=wrong)

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from mlpar.core import cleanup
 
 
@@ -31,3 +33,19 @@ def test_only_entries_of_dead_processes_are_removed(tmp_path):
 
 def test_a_missing_folder_is_not_an_error(tmp_path):
     assert cleanup.stale_shm_entries(tmp_path / "nowhere") == []
+
+
+def test_release_pools_removes_this_process_emptied_folders_only(tmp_path):
+    import os
+
+    mine = tmp_path / f"joblib_memmapping_folder_{os.getpid()}_a_b"
+    busy = tmp_path / f"joblib_memmapping_folder_{os.getpid()}_c_d"
+    other = tmp_path / "joblib_memmapping_folder_1_e_f"  # pid 1 is alive: not ours, not stale
+    for folder in (mine, busy, other):
+        folder.mkdir()
+    (busy / "array.mmap").write_bytes(b"x")
+    assert cleanup.own_empty_shm_folders(tmp_path) == [mine]
+    assert cleanup.release_pools(tmp_path) == 1
+    assert not mine.exists() and busy.exists() and other.exists()
+    with pytest.raises(TypeError, match="root"):
+        cleanup.own_empty_shm_folders(3)
