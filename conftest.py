@@ -8,8 +8,7 @@ The session as a whole is checked: after the last test or notebook, no child pro
 run may be left (a notebook kernel's workers included), and no ``/dev/shm`` entry created by a
 process of this run (joblib's memmapping folders and loky's semaphores carry their owner's
 pid). Other programs on the machine (parallel test runs of other checkouts) are ignored: only
-pids seen in this run's process tree count. Without psutil (not needed to grade), the check
-is skipped.
+pids seen in this run's process tree count.
 """
 
 from __future__ import annotations
@@ -18,14 +17,10 @@ import os
 import time
 from pathlib import Path
 
+import psutil  # installed with dask.distributed, so wherever mlpar is
 import pytest
 
 from mlpar.core import cleanup
-
-try:
-    import psutil
-except ImportError:  # a grading environment without the dev extras
-    psutil = None
 
 
 def pytest_configure(config):
@@ -40,16 +35,8 @@ _SESSION: dict = {}
 
 
 def children() -> set[int]:
-    """Child processes of this run, apart from multiprocessing's resource tracker (started
-    once per interpreter by any spawn-context pool, and alive until the interpreter exits)."""
-    found = set()
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if "resource_tracker" not in " ".join(p.cmdline()):
-                found.add(p.pid)
-        except psutil.Error:
-            pass
-    return found
+    """Child processes of this run, apart from multiprocessing's resource tracker."""
+    return cleanup.child_processes()
 
 
 def _shm() -> set[str]:
@@ -67,14 +54,10 @@ def _tree() -> set[int]:
 
 
 def pytest_sessionstart(session):
-    if psutil is None:
-        return
     _SESSION.update(shm=_shm(), children=children(), pids={os.getpid()} | _tree())
 
 
 def pytest_runtest_logstart(nodeid, location):
-    if psutil is None:
-        return
     _SESSION.setdefault("pids", set()).update(_tree())
     # A new file: the previous notebook's kernel has been shut down. What it left in /dev/shm
     # is noted now, before the next lesson's first pool tidies up after dead processes and
@@ -96,8 +79,6 @@ def _left_by_gone_processes() -> set[str]:
 
 
 def pytest_runtest_logfinish(nodeid, location):
-    if psutil is None:
-        return
     _SESSION.setdefault("pids", set()).update(_tree())
 
 

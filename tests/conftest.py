@@ -11,26 +11,15 @@ from __future__ import annotations
 
 import time
 
-import psutil
 import pytest
 
 from mlpar.cluster.engines import ENGINES, make_engine
+from mlpar.core import cleanup
 
 
 def children() -> set[int]:
-    """Child processes of this test run, apart from multiprocessing's resource tracker.
-
-    The tracker is started once per interpreter by any spawn-context pool and lives until the
-    interpreter exits by design; it is not a worker.
-    """
-    found = set()
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if "resource_tracker" not in " ".join(p.cmdline()):
-                found.add(p.pid)
-        except psutil.Error:
-            pass
-    return found
+    """Child processes of this test run, apart from multiprocessing's resource tracker."""
+    return cleanup.child_processes()
 
 
 def assert_no_new_children(before: set[int], timeout: float = 10.0) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from mlpar.claims import all_claims
-from mlpar.core import validation
+from mlpar.core import cleanup, validation
 
 
 def settle(timeout: float = 10.0) -> float:
@@ -20,21 +20,9 @@ def settle(timeout: float = 10.0) -> float:
     Idle pools that stay on purpose (joblib's loky workers, multiprocessing's resource
     tracker) do not count. Returns the seconds waited.
     """
-    import psutil
-
-    def busy() -> list:
-        found = []
-        for p in psutil.Process().children(recursive=True):
-            try:
-                line = " ".join(p.cmdline())
-            except psutil.Error:
-                continue
-            if "resource_tracker" not in line and "loky" not in line:
-                found.append(p)
-        return found
-
     start = time.perf_counter()
-    while busy() and time.perf_counter() - start < timeout:
+    while (cleanup.child_processes(ignore=(cleanup.RESOURCE_TRACKER, cleanup.LOKY))
+           and time.perf_counter() - start < timeout):
         time.sleep(0.1)
     return time.perf_counter() - start
 

@@ -125,3 +125,24 @@ def release_pools(root: str | os.PathLike = SHM) -> int:
         except OSError:  # not empty after all, or gone
             pass
     return removed
+
+
+#: Helper processes that stay alive on purpose and are not workers: multiprocessing's
+#: resource tracker (one per interpreter, until it exits) and joblib's idle loky workers.
+RESOURCE_TRACKER = "resource_tracker"
+LOKY = "loky"
+
+
+def child_processes(*, ignore: tuple[str, ...] = (RESOURCE_TRACKER,)) -> set[int]:
+    """pids of this process's descendants whose command line contains none of ``ignore``."""
+    import psutil  # a dependency of dask.distributed, so always installed with mlpar
+
+    found = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            line = " ".join(p.cmdline())
+        except psutil.Error:  # exited meanwhile
+            continue
+        if not any(word in line for word in ignore):
+            found.add(p.pid)
+    return found
