@@ -275,7 +275,7 @@ def gossip_rounds(nodes, *, n_rounds: int, lr: float) -> RealRun:
 def allreduce(nodes, vectors, *, tag: str = "allreduce") -> tuple[list[np.ndarray], dict]:
     """Ring all-reduce of ``vectors`` (one per node) on the actors: results and bytes per node."""
     nodes = check_nodes(nodes)
-    vectors = _one_vector_per_node(vectors, len(nodes))
+    vectors = _vectors_for(nodes, vectors)
     before = [node.report().result() for node in nodes]
     results = [f.result() for f in [node.allreduce(tag, v) for node, v in zip(nodes, vectors)]]
     after = [node.report().result() for node in nodes]
@@ -284,18 +284,12 @@ def allreduce(nodes, vectors, *, tag: str = "allreduce") -> tuple[list[np.ndarra
     return results, sent
 
 
-def _one_vector_per_node(vectors, n: int) -> list[np.ndarray]:
-    if isinstance(vectors, (str, bytes)) or not hasattr(vectors, "__len__"):
-        raise TypeError(f"vectors: expected a list of {n} arrays, one per node, got "
-                        f"{type(vectors).__name__}")
-    if len(vectors) != n:
-        raise ValueError(f"vectors: expected one per node ({n}), got {len(vectors)}")
-    vectors = [validation.array("vectors", v, ndim=1, dtype=np.float64, finite=True, min_size=1)
-               for v in vectors]
-    if len({v.shape for v in vectors}) > 1:
-        raise ValueError(f"vectors: expected arrays of one length, got lengths "
-                         f"{sorted({len(v) for v in vectors})}")
-    return vectors
+def _vectors_for(nodes: list, vectors) -> list[np.ndarray]:
+    """One checked vector per actor (``gossip.node_vectors``), the count named per node."""
+    if hasattr(vectors, "__len__") and not isinstance(vectors, (str, bytes)) \
+            and len(vectors) != len(nodes):
+        raise ValueError(f"vectors: expected one per node ({len(nodes)}), got {len(vectors)}")
+    return gossip.node_vectors(vectors, len(nodes))
 
 
 def calibrate_links(nodes, *, sizes=(8, 1 << 18), repeat: int = 9) -> tuple[float, float]:
@@ -384,6 +378,6 @@ def measure_and_predict(client, X, y, topology: str = "ring", n_nodes: int = 4, 
 def gather_broadcast(nodes, vectors, *, tag: str = "server") -> list[np.ndarray]:
     """A parameter server's round on the same actors: all send to node 0, which sends back."""
     nodes = check_nodes(nodes)
-    vectors = _one_vector_per_node(vectors, len(nodes))
+    vectors = _vectors_for(nodes, vectors)
     results = [f.result() for f in [node.via_root(tag, v) for node, v in zip(nodes, vectors)]]
     return results
