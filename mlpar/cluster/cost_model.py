@@ -180,8 +180,9 @@ def measure_compute(engine, X: np.ndarray, y: np.ndarray, *, work=None, repeat: 
     Each worker gets a contiguous shard of the rows. Every repeat is one task per worker, all
     workers together, each timing a single call on the worker: the conditions of a real round,
     where a worker wakes up for one call while the others compute too (sharing cores and memory
-    bandwidth). Timing many calls back to back inside one task reads faster than that, by up to
-    a third here, and the model then promised rounds the engine never ran. The slowest
+    bandwidth). Timing many calls back to back inside one task reads faster than that (warm
+    caches, a core that never idles), and the model then promised rounds the engine never
+    ran. The slowest
     worker's median counts, since a round waits for it. No message is timed.
     """
     from mlpar.core import splits

@@ -85,8 +85,8 @@ def restore_environ(saved: dict) -> None:
     thread) in *this* process's environment before it spawns a worker, and leaves them there.
     Every process started afterwards would inherit them: with ``MALLOC_TRIM_THRESHOLD_`` set,
     glibc stops adapting its mmap threshold, so each large numpy temporary is mapped and
-    unmapped again (lesson 08's pipeline stages ran 1.5× slower after a Dask lesson), and
-    loky or ``ProcessEngine`` workers would be held to one BLAS thread.
+    unmapped again (lesson 08's pipeline stages slowed down after a Dask lesson), and loky or
+    ``ProcessEngine`` workers would be held to one BLAS thread.
     """
     for key in [k for k in os.environ if k not in saved]:
         del os.environ[key]

@@ -38,7 +38,7 @@ class WorkerStore:
 
     def put(self, key: int, value) -> None:
         # An array that arrives in a message may sit unaligned in the message's buffer, and
-        # numpy's matmul then skips BLAS for a loop some 40× slower: keep an aligned copy.
+        # numpy's matmul then skips BLAS for a much slower loop: keep an aligned copy.
         if isinstance(value, np.ndarray) and not (value.flags.aligned and value.flags.writeable):
             value = value.copy()
         self.data[key] = value

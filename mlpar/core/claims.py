@@ -119,7 +119,8 @@ _SHARE: dict = {}
 
 
 def _core_share() -> float:
-    """``environment.slowest_core_share()``, measured at most once a minute (it takes ~0.6 s)."""
+    """``environment.slowest_core_share()``, measured at most once a minute (it
+    starts a process per core and keeps them busy twice for a quarter of a second)."""
     import time
 
     from mlpar.core import environment

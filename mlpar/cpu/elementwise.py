@@ -231,18 +231,18 @@ def measure_thread_scaling(x: np.ndarray, y: np.ndarray, *, degree: int = HORNER
     n = x.shape[0]
     m = max(1, int(n * HORNER_SHARE))
     hx, hout = x[:m], out[:m]
+    kernels = {  # name -> (function, arguments, bytes, flops)
+        "product": (product_parallel, (x, y, out), PRODUCT_BYTES * n, n),
+        "horner": (horner, (hx, coefficients, hout), HORNER_BYTES * m, horner_flops(m, degree)),
+    }
     found = {}
     for _ in range(repeat):
         for k in counts:
             with threads.using_threads(k):
-                for key, t in ((("product", k), timing.measure(
-                                    product_parallel, x, y, out, repeat=1,
-                                    name=f"product, {k} thread(s)", nbytes=PRODUCT_BYTES * n,
-                                    flops=n)),
-                               (("horner", k), timing.measure(
-                                    horner, hx, coefficients, hout, repeat=1,
-                                    name=f"horner, {k} thread(s)", nbytes=HORNER_BYTES * m,
-                                    flops=horner_flops(m, degree)))):
-                    found[key] = t if key not in found else dataclasses.replace(
-                        found[key], times=found[key].times + t.times)
+                for name, (func, args, nbytes, flops) in kernels.items():
+                    t = timing.measure(func, *args, repeat=1, name=f"{name}, {k} thread(s)",
+                                       nbytes=nbytes, flops=flops)
+                    old = found.get((name, k))
+                    found[name, k] = t if old is None else dataclasses.replace(
+                        old, times=old.times + t.times)
     return found
