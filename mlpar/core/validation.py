@@ -158,6 +158,38 @@ def array(
     return value
 
 
+def finite_data(name: str, value) -> np.ndarray:
+    """Training data without NaN or infinity; the message names the first bad position.
+
+    Called by every trainer before it starts a thread, process or worker, so bad data is
+    reported as bad data (``X: NaN at row 17, column 3``), not later as a diverging step size.
+    Accepts numpy arrays and scipy sparse matrices (only the stored values can be bad).
+    """
+    data = getattr(value, "data", None) if hasattr(value, "tocsr") else value
+    arr = np.asarray(data)
+    if arr.dtype.kind not in "fc" or arr.size == 0:
+        return value
+    bad = ~np.isfinite(arr)
+    if not bad.any():
+        return value
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    what = "NaN" if np.isnan(arr[first]) else "infinity"
+    if hasattr(value, "tocsr"):
+        csr = value.tocsr()
+        k = int(np.flatnonzero(~np.isfinite(csr.data))[0])
+        row = int(np.searchsorted(csr.indptr, k, side="right") - 1)
+        where = f"row {row}, column {int(csr.indices[k])}"
+    elif len(first) == 1:
+        where = f"position {first[0]}"
+    elif len(first) == 2:
+        where = f"row {first[0]}, column {first[1]}"
+    else:
+        where = f"index {first}"
+    count = int(bad.sum())
+    more = f" ({count} bad values in all)" if count > 1 else ""
+    raise ValueError(f"{name}: {what} at {where}{more}; clean or drop it before training")
+
+
 def same_shape(name_a: str, a: np.ndarray, name_b: str, b: np.ndarray) -> None:
     """Two arrays that must line up element by element."""
     if a.shape != b.shape:

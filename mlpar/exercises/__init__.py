@@ -15,6 +15,27 @@ from collections.abc import Callable
 import numpy as np
 
 
+GRADING_SEED_VARIABLE = "MLPAR_GRADING_SEED"
+
+
+def case_seed(base: int) -> int:
+    """The seed of a check's test inputs: ``base``, shifted by the grader's seed of this run.
+
+    In a lesson the cases are the same every time (``base``). The grader sets
+    ``MLPAR_GRADING_SEED`` to a number it draws per run, so an answer that hard-codes the
+    visible cases fails there. Use it only where a correct answer does not depend on the
+    particular inputs.
+    """
+    import os
+
+    extra = os.environ.get(GRADING_SEED_VARIABLE, "")
+    try:
+        shift = int(extra) if extra.strip() else 0
+    except ValueError:
+        shift = 0
+    return (int(base) + 1_000_003 * shift) % 2**32
+
+
 def fmt(value) -> str:
     """A number or array as a student reads it: ``0.25``, not ``np.float64(0.25)``."""
     if isinstance(value, (bool, np.bool_)):
