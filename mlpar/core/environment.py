@@ -48,6 +48,62 @@ def cores_by_quota(root: str | os.PathLike = "/sys/fs/cgroup") -> float | None:
         return None
 
 
+# --- the machine as the lessons plan for it ----------------------------------------------------
+#
+# Lessons size their arrays and worker counts from three facts: usable cores, the last-level
+# cache and the free memory. Each is read from the operating system, and each can be overridden
+# through one environment variable, so a test (or a curious student) can ask "what would this
+# lesson do on a 128-core server with 1.2 GiB of cache?" without owning one:
+#
+#     MLPAR_HARDWARE="cores=128,llc=1.2GiB,memory=64GiB" python -m pytest ...
+#     MLPAR_HARDWARE="llc=unknown"        # a machine that does not report its caches
+#
+# Sizes take B, KiB, MiB, GiB, TiB (or K, M, G, T, the same binary units).
+
+HARDWARE_VARIABLE = "MLPAR_HARDWARE"
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
+          "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30, "T": 1 << 40, "TB": 1 << 40,
+          "TIB": 1 << 40}
+_HARDWARE_KEYS = ("cores", "llc", "memory")
+
+
+def parse_size(text: str) -> int:
+    """``"1.2GiB"`` → bytes (binary units; ``"480M"`` as sysfs writes it)."""
+    import re
+
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(text))
+    unit = match.group(2).upper() if match else None
+    if match is None or unit not in _UNITS:
+        raise ValueError(f"expected a size such as 32MiB, 1.2GiB or 480M, got {text!r}")
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+def hardware_override() -> dict:
+    """The facts set in ``MLPAR_HARDWARE``: ``{"cores": int, "llc": int | None, "memory": int}``,
+    each key present only when set (``llc=unknown`` gives ``None``: no cache information)."""
+    raw = os.environ.get(HARDWARE_VARIABLE, "").strip()
+    found: dict = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        key, _, value = item.partition("=")
+        key, value = key.strip().lower(), value.strip()
+        if key not in _HARDWARE_KEYS or not value:
+            raise ValueError(f"{HARDWARE_VARIABLE}: expected key=value pairs with keys "
+                             f"{', '.join(_HARDWARE_KEYS)}, got {item!r}")
+        try:
+            if key == "cores":
+                found[key] = int(value)
+                if found[key] < 1:
+                    raise ValueError
+            elif key == "llc" and value.lower() in ("unknown", "none"):
+                found[key] = None
+            else:
+                found[key] = parse_size(value)
+        except ValueError:
+            raise ValueError(f"{HARDWARE_VARIABLE}: {key}={value!r} is not a "
+                             f"{'positive core count' if key == 'cores' else 'size'}") from None
+    return found
+
+
 def usable_cores() -> int:
     """The number of cores worth running workers on: ``joblib.cpu_count()``.
 
@@ -55,10 +111,62 @@ def usable_cores() -> int:
     mask, the cgroup quota and ``LOKY_MAX_CPU_COUNT``. A fractional quota is rounded up
     (1.5 cores' worth of CPU time → 2 workers, each busy three quarters of the time), which is
     also how joblib sizes its own pools, so a lesson's worker count matches joblib's.
+    ``MLPAR_HARDWARE="cores=N"`` overrides it (for planning and tests).
     """
+    override = hardware_override()
+    if "cores" in override:
+        return override["cores"]
     import joblib
 
     return max(1, int(joblib.cpu_count()))
+
+
+def cache_sizes(root: str | os.PathLike = "/sys/devices/system/cpu/cpu0/cache") -> list[int]:
+    """Sizes in bytes of the CPU caches Linux reports under ``root`` (empty when it says none)."""
+    sizes = []
+    try:
+        entries = sorted(Path(root).glob("index*/size"))
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            sizes.append(parse_size(entry.read_text().strip()))
+        except (OSError, ValueError):
+            continue
+    return [size for size in sizes if size > 0]
+
+
+def last_level_cache_bytes() -> int | None:
+    """The largest CPU cache this machine reports, in bytes; ``None`` when it reports none.
+
+    ``MLPAR_HARDWARE="llc=1.2GiB"`` (or ``llc=unknown``) overrides it. Virtual machines often
+    report the host's whole L3 (hundreds of MiB), so callers must cope with huge values.
+    """
+    override = hardware_override()
+    if "llc" in override:
+        return override["llc"]
+    sizes = cache_sizes()
+    return max(sizes) if sizes else None
+
+
+def available_memory_bytes() -> int:
+    """Memory a lesson may still allocate: ``MemAvailable`` (Linux), else physical memory.
+
+    ``MLPAR_HARDWARE="memory=8GiB"`` overrides it. Lessons plan to use at most a quarter of it.
+    """
+    override = hardware_override()
+    if "memory" in override:
+        return override["memory"]
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 4 << 30
 
 
 def blas_info() -> list[dict]:
