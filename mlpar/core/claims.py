@@ -28,19 +28,24 @@ class Claim:
     comparison: str  # ">=" or "<="
     unit: str = ""
     why_not: str = ""
+    #: Why the claim does not apply on this machine (its precondition failed), or "".
+    not_applicable: str = ""
 
     @property
     def held(self) -> bool | None:
-        if math.isnan(self.value):
+        """True or False when measured; None when it does not apply here or was not measured."""
+        if self.not_applicable or math.isnan(self.value):
             return None
         return self.value >= self.threshold if self.comparison == ">=" else self.value <= self.threshold
 
     def __repr__(self) -> str:
-        mark = {True: "✓", False: "✗", None: "?"}[self.held]
-        figure = "not measured" if self.held is None else f"{self.value:.3g}{self.unit}"
-        line = (f"{mark} [{self.lesson}] {self.statement}: {figure} "
-                f"(needs {self.comparison} {self.threshold:g}{self.unit})")
-        if self.held is not True and self.why_not:
+        needs = f"(needs {self.comparison} {self.threshold:g}{self.unit})"
+        if self.held is None:
+            reason = self.not_applicable or self.why_not or "could not be measured here"
+            return f"n/a [{self.lesson}] {self.statement} {needs}: {reason}"
+        mark = "✓" if self.held else "✗"
+        line = f"{mark} [{self.lesson}] {self.statement}: {self.value:.3g}{self.unit} {needs}"
+        if self.held is False and self.why_not:
             line += f"\n    likely cause: {self.why_not}"
         return line
 
@@ -61,16 +66,25 @@ def ratio(numerator, denominator, *, names=("numerator", "denominator")) -> floa
 
 
 def check(lesson: str, statement: str, value, *, at_least=None, at_most=None, unit: str = "",
-          cause: str = "") -> Claim:
+          cause: str = "", not_applicable: str = "") -> Claim:
     """Build a ``Claim`` for ``value`` against one threshold (``at_least`` or ``at_most``).
 
     ``cause`` names what usually breaks this claim; machine-wide causes (load above the
     usable cores, a single core) are added by :func:`machine_causes`.
+    ``not_applicable``: the reason the claim's precondition fails on this machine (one usable
+    core, a cache too large to exceed within the memory budget, no GPU); the claim then prints
+    ``n/a: reason`` and is neither held nor broken. Use :func:`precondition` to build it.
     """
     validation.choice("lesson", lesson, LESSONS)
-    for name, text in (("statement", statement), ("unit", unit), ("cause", cause)):
+    for name, text in (("statement", statement), ("unit", unit), ("cause", cause),
+                       ("not_applicable", not_applicable)):
         if not isinstance(text, str):
             raise TypeError(f"{name}: expected a str, got {type(text).__name__}")
+    if not_applicable:
+        threshold = validation.number("at_least" if at_most is None else "at_most",
+                                      at_least if at_most is None else at_most)
+        return Claim(lesson, statement, float("nan"), threshold, ">=" if at_most is None else "<=",
+                     unit, not_applicable=not_applicable)
     if (at_least is None) == (at_most is None):
         raise ValueError("at_least/at_most: expected exactly one threshold, got "
                          f"at_least={at_least!r}, at_most={at_most!r}")
@@ -86,6 +100,33 @@ def check(lesson: str, statement: str, value, *, at_least=None, at_most=None, un
         reasons = [r for r in (cause, machine_causes() if claim.held is False else "") if r]
         claim = Claim(lesson, statement, value, threshold, claim.comparison, unit, "; ".join(reasons))
     return claim
+
+
+def precondition(*, cores: int | None = None, gpu: bool = False, llc_multiple_fits: float | None = None,
+                 memory_budget: float = 0.25) -> str:
+    """The reason a claim does not apply here, or "" when it does.
+
+    ``cores``: usable cores the claim needs. ``gpu``: it needs a CUDA device.
+    ``llc_multiple_fits``: it needs arrays of that many last-level caches within
+    ``memory_budget`` of the available memory (unknown cache size: assumed to apply).
+    """
+    from mlpar.core import environment
+
+    if cores is not None:
+        have = environment.usable_cores()
+        if have < cores:
+            return f"needs at least {cores} usable cores, this process may use {have}"
+    if gpu and not environment.gpu_devices():
+        return "no GPU"
+    if llc_multiple_fits is not None:
+        llc = environment.last_level_cache_bytes()
+        budget = memory_budget * environment.available_memory_bytes()
+        if llc is not None and llc_multiple_fits * llc > budget:
+            return (f"arrays of {llc_multiple_fits:g}× the last-level cache "
+                    f"({llc_multiple_fits * llc / 2**20:,.0f} MiB) exceed {memory_budget:.0%} of "
+                    f"the free memory ({budget / 2**20:,.0f} MiB): memory bandwidth cannot be told "
+                    "apart from cache bandwidth here")
+    return ""
 
 
 LESSONS = ("00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10")

@@ -22,7 +22,8 @@ def test_a_claim_that_fails_names_a_cause():
 @pytest.mark.parametrize("value", [None, float("nan")])
 def test_an_unmeasured_claim_is_neither(value):
     c = claims.check("01", "x", value, at_least=1)
-    assert c.held is None and math.isnan(c.value) and repr(c).startswith("? [01] x: not measured")
+    assert c.held is None and math.isnan(c.value)
+    assert repr(c).startswith("n/a [01] x (needs >= 1): could not be measured here")
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
@@ -98,7 +99,7 @@ def test_ratio_is_none_unless_both_figures_were_measured():
         with pytest.raises(TypeError, match="expected a measured number"):
             ratio(a, b)
     held = claims.check("08", "a ratio that was not measured", ratio(None, 1.0), at_least=1.3)
-    assert held.held is None and "?" in str(held)
+    assert held.held is None and str(held).startswith("n/a [08]")
     with pytest.raises(TypeError, match="value: expected a measured number"):
         claims.check("08", "s", "1.5", at_least=1.0)
 
@@ -116,3 +117,28 @@ def test_a_core_share_probe_that_cannot_start_does_not_break_a_claim(monkeypatch
     monkeypatch.setattr(environment, "slowest_core_share", lambda *_, **__: 0.5)
     monkeypatch.setattr(claims, "_SHARE", {})
     assert "the slowest ran at 50% of one core" in claims.check("01", "s", 0.5, at_least=1.0).why_not
+
+
+def test_a_claim_whose_precondition_fails_says_why(monkeypatch):
+    from mlpar.core import environment
+
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=1")
+    reason = claims.precondition(cores=2)
+    assert "needs at least 2 usable cores" in reason and "may use 1" in reason
+    c = claims.check("01", "threads help", 3.0, at_least=1.7, unit="×", not_applicable=reason)
+    assert c.held is None and repr(c).startswith("n/a [01] threads help (needs >= 1.7×): needs at least 2")
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=4")
+    assert claims.precondition(cores=2) == ""
+
+
+@pytest.mark.parametrize("hardware, applies", [
+    ("llc=32MiB,memory=16GiB", True),      # a laptop: 128 MiB of arrays fit the budget
+    ("llc=1.2GiB,memory=16GiB", False),    # 4.8 GiB > a quarter of 16 GiB
+    ("llc=1.2GiB,memory=128GiB", True),    # a big server with the memory to match
+    ("llc=unknown,memory=2GiB", True),     # no cache information: assume it applies
+])
+def test_cache_precondition_for_small_huge_and_unknown_caches(monkeypatch, hardware, applies):
+    from mlpar.core import environment
+
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, hardware)
+    assert (claims.precondition(llc_multiple_fits=4) == "") is applies
