@@ -79,8 +79,9 @@ class CostModel:
     def ring_allreduce_time(self, n_nodes: int, nbytes: int) -> float:
         """Ring all-reduce: 2(m − 1) steps, each node sending a block of nbytes/m to the next.
 
-        Each node sends 2(m − 1)/m · nbytes in all, at most twice the data whatever m:
-        bandwidth-optimal; the 2(m − 1) latencies are its price at small messages.
+        Each node sends 2(m − 1) blocks, 2(m − 1)/m · nbytes when m divides nbytes (otherwise
+        the blocks differ by a byte and the figure holds on average): under twice the data
+        whatever m, bandwidth-optimal; the 2(m − 1) latencies are its price at small messages.
         """
         m = validation.positive_int("n_nodes", n_nodes)
         nbytes = validation.integer("nbytes", nbytes, minimum=0)

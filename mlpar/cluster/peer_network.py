@@ -4,8 +4,10 @@ The client–server simulator (``simulated_cluster``) prices a message by holdin
 links, which is what a server with one link does. Peers send and receive at the same time, so
 here every node has two links, one out and one in (full duplex), each carrying one message at
 a time: a message of b bytes from i to j holds i's out-link and j's in-link for α + β·b seconds
-(the same ``CostModel`` as everywhere in the course, calibrated the same way). Computation
-holds the node's CPU, priced by the model's per-sample time, straggler and jitter.
+and arrives the model's ``latency`` after that (time in flight holds no link, so messages
+overlap: the same ``CostModel`` as everywhere in the course, calibrated the same way).
+Computation holds the node's CPU, priced by the model's per-sample time, straggler and
+jitter: every field of the cost model is used.
 
 ``send(src, dst, value)`` returns the copy that arrives and counts its bytes per node, so an
 algorithm written against it (a ring all-reduce, a gossip round) can be checked for *what it
@@ -57,7 +59,10 @@ class PeerNetwork:
         return validation.integer(name, node, minimum=0, maximum=self.n_nodes - 1)
 
     def transfer(self, src: int, dst: int, nbytes: int, start: float | None = None) -> float:
-        """Price one message of ``nbytes``; returns its arrival time at ``dst``."""
+        """Price one message of ``nbytes``; returns its arrival time at ``dst``.
+
+        The links are held for α + β·nbytes; the message arrives ``latency`` later.
+        """
         src, dst = self._node("src", src), self._node("dst", dst)
         if src == dst:
             raise ValueError(f"dst: expected a node other than src ({src}), got {dst}")
@@ -65,12 +70,13 @@ class PeerNetwork:
         begin = max(begin, self._out_free[src], self._in_free[dst])
         end = begin + self.cost.message_time(nbytes)
         self._out_free[src] = self._in_free[dst] = end
-        self.ready[dst] = max(self.ready[dst], end)
+        arrival = end + self.cost.latency
+        self.ready[dst] = max(self.ready[dst], arrival)
         self.bytes_sent[src] += nbytes
         self.bytes_received[dst] += nbytes
         self.messages_sent[src] += 1
         self.comm_time[src] += end - begin
-        return end
+        return arrival
 
     def transfer_many(self, sources, destinations, nbytes: int, starts) -> None:
         """``transfer(sources[k], destinations[k], nbytes, starts[k])`` for every k, in order.
@@ -90,14 +96,14 @@ class PeerNetwork:
                              f"0 … {self.n_nodes - 1}")
         if np.any(start < 0) or not np.all(np.isfinite(start)):
             raise ValueError("starts: expected finite times >= 0")
-        duration = self.cost.message_time(nbytes)
+        duration, latency = self.cost.message_time(nbytes), self.cost.latency
         out_free = self._out_free.tolist()
         in_free = self._in_free.tolist() if self.duplex else out_free
         ready, busy = self.ready.tolist(), self.comm_time.tolist()
         for i, j, t in zip(src.tolist(), dst.tolist(), start.tolist()):
             begin = max(t, out_free[i], in_free[j])
             out_free[i] = in_free[j] = end = begin + duration
-            ready[j] = max(ready[j], end)
+            ready[j] = max(ready[j], end + latency)
             busy[i] += duration
         self._out_free[:], self._in_free[:] = out_free, in_free  # the same array if half duplex
         self.ready[:], self.comm_time[:] = ready, busy

@@ -53,3 +53,23 @@ def test_half_duplex_peers_send_and_receive_in_turn():
         assert net.elapsed() == pytest.approx(last)
     with pytest.raises(TypeError, match="duplex"):
         PeerNetwork(2, cost, duplex="no")
+
+
+def test_latency_delays_arrival_but_does_not_hold_the_link():
+    # Issue 28: the peer network ignored CostModel.latency.
+    net = PeerNetwork(3, CostModel(alpha=1.0, beta=0.0, latency=5.0))
+    assert net.transfer(0, 1, 0, start=0.0) == 6.0  # held 1 s, then 5 s in flight
+    assert net.transfer(0, 2, 0, start=0.0) == 7.0  # the out-link was free again at 1 s
+    assert net.ready.tolist() == [0.0, 6.0, 7.0] and net.comm_time[0] == 2.0
+    many = PeerNetwork(3, CostModel(alpha=1.0, beta=0.0, latency=5.0))
+    many.transfer_many([0, 0], [1, 2], 0, [0.0, 0.0])
+    assert many.ready.tolist() == net.ready.tolist()
+
+
+def test_ring_allreduce_matches_the_cost_models_formula_with_latency():
+    from mlpar.algorithms.distributed import gossip
+
+    cost = CostModel(alpha=1e-4, beta=1e-9, latency=5e-3)
+    net = PeerNetwork(8, cost)
+    gossip.ring_allreduce(net, [np.ones(1024) for _ in range(8)])
+    assert net.elapsed() == pytest.approx(cost.ring_allreduce_time(8, 8 * 1024), rel=1e-12)

@@ -11,7 +11,10 @@
   same round with the local step added after the average; both send one model per neighbour
   per round. In this order, W = 11ᵀ/n makes every node equal to lesson 05's gradient descent.)
 * ``ring_allreduce``: reduce-scatter then all-gather around a ring (Patarasuk & Yuan 2009):
-  every node ends with the exact mean and sends 2(n−1)/n of the vector, whatever n.
+  every node ends with the exact mean. Together the nodes send 2(n−1) chunks each, 2(n−1)
+  vectors' worth: 2(n−1)/n of the vector per node *on average*, whatever n. Per node that is
+  exact only when n divides the vector's length (otherwise node i skips two chunks whose sizes
+  differ by one element from the others').
 
 All run on a ``PeerNetwork`` (``mlpar.cluster.peer_network``), which prices every message with
 the α–β ``CostModel`` and counts the bytes each node sends.
@@ -64,14 +67,21 @@ def consensus_errors(W, x0, n_rounds: int) -> np.ndarray:
 def slowest_direction(W) -> tuple[float, np.ndarray]:
     """(λ, v): the eigenvalue of largest modulus apart from 1, and its unit eigenvector ⊥ 1.
 
-    Symmetric W only: a start along v shrinks by exactly |λ| = ρ per round.
+    Symmetric W only: a start along v shrinks by exactly |λ| = ρ per round. The eigenproblem is
+    solved on the subspace orthogonal to 1 (an orthonormal basis Q of it, then QᵀWQ), so v is
+    orthogonal to 1 even when eigenvalues repeat (on the complete graph every direction of that
+    subspace has λ = 0, and an eigensolver of W − 11ᵀ/n may return a vector with a mean).
     """
     W = topologies.check_mixing(W)
     if not np.allclose(W, W.T):
         raise ValueError("W: expected a symmetric matrix (its eigenvectors are then orthogonal)")
-    values, vectors = np.linalg.eigh(W - 1.0 / len(W))
+    n = len(W)
+    # Columns 1 … n−1 of a QR factorization of [1 | I] span the complement of 1.
+    Q = np.linalg.qr(np.column_stack([np.ones(n), np.eye(n)[:, : n - 1]]))[0][:, 1:]
+    values, vectors = np.linalg.eigh(Q.T @ W @ Q)
     k = int(np.argmax(np.abs(values)))
-    return float(values[k]), vectors[:, k]
+    v = Q @ vectors[:, k]
+    return float(values[k]), v / np.linalg.norm(v)
 
 
 @dataclass(frozen=True)
@@ -245,7 +255,8 @@ def ring_allreduce(net: PeerNetwork, vectors) -> list[np.ndarray]:
     Node i owns chunk i of ``np.array_split(v, n)``. Step s = 0 … n−2 of the reduce-scatter:
     node i sends its running sum of chunk (i − s) mod n to node i + 1, which adds its own.
     Then node i holds the full sum of chunk (i + 1) mod n, and n − 1 all-gather steps pass the
-    finished chunks on. Each node sends 2(n−1) chunks: 2(n−1)/n of the vector when n divides it.
+    finished chunks on. Each node sends 2(n−1) chunks: 2(n−1)/n of the vector when n divides
+    its length; otherwise the chunks differ by one element and only the total is exact.
     """
     if not isinstance(net, PeerNetwork):
         raise TypeError(f"net: expected a PeerNetwork, got {type(net).__name__}")

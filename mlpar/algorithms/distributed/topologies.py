@@ -256,8 +256,14 @@ def spectrum(W) -> np.ndarray:
 
 
 def rho(W) -> float:
-    """Second-largest eigenvalue modulus: the spectral radius of W − 11ᵀ/n (1 if disconnected)."""
-    W = validation.array("W", W, ndim=2, dtype=np.float64, finite=True)
+    """Second-largest eigenvalue modulus: the spectral radius of W − 11ᵀ/n (1 if disconnected).
+
+    Only for a mixing matrix (``check_mixing``): for a matrix whose rows or columns do not sum
+    to 1, W − 11ᵀ/n does not describe how the disagreement shrinks (the average itself moves,
+    or the nodes converge to something other than it), so its radius would promise a consensus
+    that never comes. Such a W is refused with what is wrong.
+    """
+    W = check_mixing(W, name="W")
     D = W - 1.0 / len(W)
     if np.allclose(W, W.T):
         return float(np.abs(np.linalg.eigvalsh(D)).max())

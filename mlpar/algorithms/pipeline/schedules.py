@@ -149,7 +149,9 @@ def zb_h1(p: int, m: int) -> Schedule:
     j waits until d more backwards have run, so the chain of input gradients B that crosses the
     devices is never delayed by a weight gradient. The d W ops left at the end fill the time in
     which device d would otherwise wait for the drain. Activations: at most p per device.
-    Makespan with durations T_F, T_B, T_W and m ≥ p: m(T_F+T_B+T_W) + (p-1)(T_F+T_B-T_W).
+    Makespan with durations T_F, T_B, T_W and m ≥ p: m(T_F+T_B+T_W) + (p-1)(T_F+T_B-T_W) when
+    T_W ≤ min(T_F, T_B); in general (p-1)·max(T_F, T_B, T_F+T_B-T_W) is the bubble
+    (``simulator.zb_h1_makespan``).
     """
     p, m, _ = check_sizes(p, m)
     orders = []

@@ -5,10 +5,12 @@ and the link between devices, ``simulate`` finds every op's start and end:
 
     start(op) = max( end of the previous op on its device,
                      end(input op) + link,   for each input op (F(i,s-1), B(i,s+1), F(i,s), B(i,s)) )
-    link      = α + β·message_bytes between different devices, 0 on the same device
+    link      = α + β·message_bytes + latency between different devices, 0 on the same device
 
-(α, β as in ``mlpar.cluster.cost_model.CostModel``; stage-to-stage messages go over their own
-point-to-point links and do not queue behind each other.) No timetable is drawn by hand: the
+(α, β and latency as in ``mlpar.cluster.cost_model.CostModel``; stage-to-stage messages go over
+their own point-to-point links and do not queue behind each other. The op durations are given
+here, so the model's per-sample time is not used; a straggler or jitter in it, which this
+simulator has no way to apply, is refused rather than ignored.) No timetable is drawn by hand: the
 start times follow from the orders and the dependencies alone. An order that asks for an op
 before its input can exist (a backward before its forward, a cycle between two devices) never
 finishes, and ``simulate`` says which op waits for which.
@@ -168,6 +170,33 @@ def check_ops(schedule: Schedule) -> None:
         raise ValueError(f"schedule: {int((~seen).sum())} op(s) missing, e.g. {Op(kinds[k], i, s)!r}")
 
 
+def check_link(link) -> None:
+    """``link`` is None or a ``CostModel`` whose every field this simulator can honour."""
+    if link is None:
+        return
+    if not isinstance(link, CostModel):
+        raise TypeError(f"link: expected a CostModel or None, got {type(link).__name__}")
+    if (link.straggler is not None and link.slowdown != 1.0) or link.jitter > 0:
+        raise ValueError(f"link: expected a cost model of messages only (α, β, latency); the "
+                         f"pipeline simulator cannot apply its straggler or jitter, got {link!r}: "
+                         f"give slower stages longer t_f/t_b instead")
+
+
+def zb_h1_makespan(p: int, m: int, t_f: float, t_b: float, t_w: float) -> float:
+    """ZB-H1's makespan on equal stages with free links, m ≥ p.
+
+    m(T_F + T_B + T_W) + (p − 1)·max(T_F, T_B, T_F + T_B − T_W). The familiar bubble
+    (p − 1)(T_F + T_B − T_W) of Qi et al. (2024) is the case T_W ≤ T_F and T_W ≤ T_B: a
+    longer W no longer hides in the drain, and the bubble stays (p − 1)·max(T_F, T_B).
+    """
+    p, m = validation.positive_int("p", p), validation.positive_int("m", m)
+    if m < p:
+        raise ValueError(f"m: expected at least p={p} micro-batches for this closed form, got {m}")
+    t_f, t_b = validation.non_negative("t_f", t_f), validation.non_negative("t_b", t_b)
+    t_w = validation.non_negative("t_w", t_w)
+    return m * (t_f + t_b + t_w) + (p - 1) * max(t_f, t_b, t_f + t_b - t_w)
+
+
 def simulate(schedule: Schedule, *, t_f=1.0, t_b=2.0, t_w=0.0, link: CostModel | None = None,
              message_bytes: int = 0, activation_bytes=None, remat: bool = False) -> Timeline:
     """Run ``schedule`` on virtual devices; durations are per model stage (scalars or sequences).
@@ -185,10 +214,9 @@ def simulate(schedule: Schedule, *, t_f=1.0, t_b=2.0, t_w=0.0, link: CostModel |
         raise TypeError(f"remat: expected True or False, got {remat!r}")
     if remat:
         tb = tb + tf
-    if link is not None and not isinstance(link, CostModel):
-        raise TypeError(f"link: expected a CostModel or None, got {type(link).__name__}")
+    check_link(link)
     message_bytes = validation.integer("message_bytes", message_bytes, minimum=0)
-    hop = 0.0 if link is None else link.message_time(message_bytes)
+    hop = 0.0 if link is None else link.transfer_time(message_bytes)
     stash = per_stage("activation_bytes", message_bytes if activation_bytes is None else activation_bytes, S)
     if remat:
         stash = np.full(S, float(message_bytes))

@@ -108,3 +108,23 @@ def test_bad_input():
         G.consensus_errors(T.topology_matrix("ring", 4), np.zeros(5), 3)
     with pytest.raises(ValueError, match="vectors: expected one vector per node"):
         G.ring_allreduce(PeerNetwork(3), [np.zeros(3)] * 2)
+
+
+@pytest.mark.parametrize("topology, n", [("complete", 6), ("complete", 2), ("ring", 8),
+                                         ("hypercube", 8)])
+def test_slowest_direction_is_a_unit_eigenvector_orthogonal_to_one(topology, n):
+    # Issue 28: on the complete graph every direction ⊥ 1 has λ = 0, and the old code
+    # returned e₁, which has a mean.
+    W = T.topology_matrix(topology, n)
+    lam, v = G.slowest_direction(W)
+    assert abs(v.sum()) < 1e-12 and abs(np.linalg.norm(v) - 1) < 1e-12
+    np.testing.assert_allclose(W @ v, lam * v, atol=1e-12)
+
+
+def test_ring_allreduce_sends_two_n_minus_one_vectors_in_total_whatever_n():
+    # 2(n−1)/n per node holds on average; per node only when n divides the length.
+    n, d = 5, 12
+    net = PeerNetwork(n)
+    G.ring_allreduce(net, [np.ones(d) for _ in range(n)])
+    assert net.bytes_sent.sum() == 2 * (n - 1) * 8 * d
+    assert len(set(net.bytes_sent.tolist())) > 1  # 12 is not a multiple of 5: nodes differ

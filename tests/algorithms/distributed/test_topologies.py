@@ -112,3 +112,18 @@ def test_disconnected_graph_warns_and_rho_is_one():
     with pytest.warns(T.ConsensusWarning, match="consensus cannot happen"):
         W = T.mixing_matrix(g)
     assert abs(T.rho(W) - 1) < 1e-12
+
+
+def test_rho_names_w_for_a_matrix_that_is_not_square():
+    with pytest.raises(ValueError, match=r"W: expected a square matrix, got shape \(3, 4\)"):
+        T.rho(np.full((3, 4), 0.25))
+
+
+def test_rho_refuses_a_matrix_that_is_not_doubly_stochastic():
+    # A ring without self-weights, as an adjacency matrix: rows sum to 2, not 1. ρ of it would
+    # promise a consensus (rounds_to) that x ← Wx never reaches.
+    A = nx.to_numpy_array(nx.cycle_graph(5))
+    with pytest.raises(ValueError, match="W: expected a doubly stochastic matrix"):
+        T.rho(A)
+    with pytest.raises(ValueError, match="W: expected a doubly stochastic matrix"):
+        T.spectral_gap(A / 3)

@@ -186,3 +186,37 @@ def test_property_1f1b_never_slower_and_never_holds_more(p, m, data):
     for d in range(p):
         mine = np.sort(o.start[o.device == d]), np.sort(o.end[o.device == d])
         assert np.all(mine[0][1:] >= mine[1][:-1] - 1e-12)
+
+
+def test_zb_h1_general_formula_matches_the_simulator():
+    # Issue 28: (p−1)(T_F+T_B−T_W) also needs T_W ≤ T_B; the bubble is (p−1)·max(T_F, T_B,
+    # T_F+T_B−T_W) in general.
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        p = int(rng.integers(2, 7))
+        m = int(rng.integers(p, 3 * p + 1))
+        T_F, T_B, T_W = (float(x) for x in rng.uniform(0.1, 3.0, 3).round(2))
+        t = sim.simulate(sc.zb_h1(p, m), t_f=T_F, t_b=T_B, t_w=T_W)
+        assert t.makespan == pytest.approx(sim.zb_h1_makespan(p, m, T_F, T_B, T_W), rel=1e-12)
+    # T_W > T_B (with T_W < T_F): the bubble is (p−1)·T_F, not (p−1)(T_F+T_B−T_W)
+    p, m, T_F, T_B, T_W = 4, 8, 3.0, 1.0, 2.0
+    t = sim.simulate(sc.zb_h1(p, m), t_f=T_F, t_b=T_B, t_w=T_W)
+    assert t.makespan == pytest.approx(m * (T_F + T_B + T_W) + (p - 1) * T_F)
+    with pytest.raises(ValueError, match="m: expected at least p=4"):
+        sim.zb_h1_makespan(4, 3, 1.0, 1.0, 1.0)
+
+
+def test_link_latency_is_part_of_every_hop():
+    # Issue 28: the simulator ignored CostModel.latency (p = 5, m = 6: 46.0 instead of 49.0).
+    s = sc.one_f_one_b(5, 6)
+    with_latency = sim.simulate(s, link=CostModel(alpha=0.1, beta=0.0, latency=0.4))
+    as_alpha = sim.simulate(s, link=CostModel(alpha=0.5, beta=0.0))
+    without = sim.simulate(s, link=CostModel(alpha=0.1, beta=0.0))
+    assert with_latency.makespan == pytest.approx(as_alpha.makespan, rel=1e-12)
+    assert with_latency.makespan > without.makespan
+
+
+@pytest.mark.parametrize("link", [CostModel(straggler=1, slowdown=3.0), CostModel(jitter=0.5)])
+def test_link_fields_the_simulator_cannot_apply_are_refused(link):
+    with pytest.raises(ValueError, match="link: expected a cost model of messages only"):
+        sim.simulate(sc.gpipe(2, 2), link=link)
