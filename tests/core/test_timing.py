@@ -46,7 +46,9 @@ def test_each_sample_lasts_at_least_min_sample_time():
 
 def test_measure_sleep_is_roughly_right():
     t = timing.measure(time.sleep, 0.002, repeat=2)
-    assert 0.0019 < t.best < 0.05
+    # sleep never returns early (the contract); how late it wakes depends on the host's load,
+    # so the upper bound only checks that the figure is in seconds, not milliseconds
+    assert 0.0019 < t.best < 1.0
 
 
 def test_compare_speedup_and_repr():

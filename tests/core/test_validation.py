@@ -130,10 +130,12 @@ def test_positive_int_maximum_and_path():
         v.path("path", 3)
 
 
-def test_workers_are_capped_at_a_multiple_of_the_usable_cores():
+@pytest.mark.parametrize("cores", [1, 2, 16, 128])
+def test_workers_are_capped_at_a_multiple_of_the_usable_cores(monkeypatch, cores):
     from mlpar.core import environment, limits
 
-    cap = limits.WORKERS_PER_CORE * environment.usable_cores()
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, f"cores={cores}")
+    cap = limits.WORKERS_PER_CORE * cores
     assert limits.workers("n_jobs", cap) == cap
     assert limits.workers("n_jobs", -1, allow_all=True) == -1
     with pytest.raises(ValueError, match=rf"n_jobs: expected at most {cap} "):
