@@ -134,6 +134,8 @@ def heterogeneous_split(X, y, n_nodes: int):
     nodes must talk to agree on one model.
     """
     n_nodes = validation.integer("n_nodes", n_nodes, minimum=1, maximum=topologies.MAX_NODES)
+    validation.finite_data("X", X)
+    validation.finite_data("y", y)
     X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
     y = validation.array("y", y, ndim=1, dtype=np.float64, finite=True)
     validation.same_length("X", X, "y", y)
@@ -187,6 +189,8 @@ def dpsgd(X, y, W, *, lr: float = 0.5, n_rounds: int = 100, cost: CostModel | No
     if heterogeneous:
         X, y, parts = heterogeneous_split(X, y, n)
     else:
+        validation.finite_data("X", X)
+        validation.finite_data("y", y)
         X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
         y = validation.array("y", y, ndim=1, dtype=np.float64, finite=True)
         parts = splits.shards(len(y), n)

@@ -203,6 +203,8 @@ def gossip_nodes(client, X, y, W, *, heterogeneous: bool = True, timeout: float 
     timeout = validation.positive("timeout", timeout)
     W = topologies.check_mixing(W)
     n = len(W)
+    validation.finite_data("X", X)  # before any actor starts
+    validation.finite_data("y", y)
     X, y, parts = (gossip.heterogeneous_split(X, y, n) if heterogeneous
                    else (X, y, splits.shards(len(y), n)))
     workers = sorted(client.scheduler_info()["workers"])

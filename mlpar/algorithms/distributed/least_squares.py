@@ -35,7 +35,7 @@ def _finite_data(X, y) -> None:
     # Called only when a result is not finite: one pass to say whether the data are to blame
     # (a diverging w is the trainer's business: it names the step size).
     for name, part in (("X", X), ("y", y)):
-        validation.array(name, part, finite=True)
+        validation.finite_data(name, part)
 
 
 def loss(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:

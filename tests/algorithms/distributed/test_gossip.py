@@ -128,3 +128,31 @@ def test_ring_allreduce_sends_two_n_minus_one_vectors_in_total_whatever_n():
     G.ring_allreduce(net, [np.ones(d) for _ in range(n)])
     assert net.bytes_sent.sum() == 2 * (n - 1) * 8 * d
     assert len(set(net.bytes_sent.tolist())) > 1  # 12 is not a multiple of 5: nodes differ
+
+
+@pytest.mark.parametrize("heterogeneous", [True, False])
+def test_nan_in_the_data_is_named_before_any_round(heterogeneous):
+    # Issue 25 item 4: bad data is not reported as a diverging step size.
+    X, y = house_prices.load()
+    X = X.copy()
+    X[17, 3] = np.nan
+    W = T.topology_matrix("ring", 4)
+    with pytest.raises(ValueError, match=r"X: NaN at row 17, column 3") as err:
+        G.dpsgd(X, y, W, n_rounds=3, heterogeneous=heterogeneous)
+    assert "diverged" not in str(err.value)
+
+
+def test_nan_is_named_before_any_gossip_actor_starts(monkeypatch):
+    from mlpar.algorithms.distributed import gossip_dask as GD
+
+    class NoActors:
+        def submit(self, *args, **kwargs):
+            raise AssertionError("an actor was started before the data was checked")
+
+    monkeypatch.setattr(GD, "check_client", lambda client: client)
+    X, y = house_prices.load()
+    y = y.copy()
+    y[5] = np.nan
+    with pytest.raises(ValueError, match=r"y: NaN at position 5"):
+        with GD.gossip_nodes(NoActors(), X, y, T.topology_matrix("ring", 3)):
+            pass

@@ -101,3 +101,27 @@ def test_calibrated_prediction_on_processes(data, process_census):
     assert p.engine == "processes" and p.n_workers == 2
     assert p.measured > 0 and p.predicted > 0 and p.error >= 1
     assert p.cost.alpha >= 0 and p.cost.latency >= 0
+
+
+# --- Bad data is named as bad data, before any worker starts (issue 25 item 4) ---------------
+
+
+@pytest.mark.parametrize("where, match", [("X", r"X: NaN at row 17, column 3"),
+                                          ("y", r"y: infinity at position 17")])
+def test_nan_in_the_data_is_named_before_any_worker_starts(monkeypatch, data, where, match):
+    X, y = data[0].copy(), data[1].copy()
+    if where == "X":
+        X[17, 3] = np.nan
+    else:
+        y[17] = np.inf
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was opened before the data was checked")
+
+    monkeypatch.setattr(mapreduce, "engine_scope", no_engine)
+    for engine in ("simulated", "processes"):
+        with pytest.raises(ValueError, match=match) as err:
+            mapreduce.gradient_descent(X, y, engine=engine, n_workers=2, n_iter=3)
+        assert "diverged" not in str(err.value)
+    with pytest.raises(ValueError, match=match):
+        mapreduce.serial_gradient_descent(X, y, n_iter=3)

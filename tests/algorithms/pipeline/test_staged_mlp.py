@@ -109,3 +109,16 @@ def test_predict_names_a_wrong_run_or_link():
         sm.predict(None, None)
     with pytest.raises(TypeError, match="widths"):
         sm.init_mlp(None, seed=0)
+
+
+def test_nan_in_the_batch_is_named_before_any_stage_gets_work():
+    # Issue 25 item 4: a pipeline that never started (no stage process) still names the NaN,
+    # since the check comes before anything is sent.
+    params = sm.init_mlp([4] * 3, seed=0)
+    X, Y = data(6, 4)
+    X[2, 1] = np.nan
+    idle = object.__new__(sm.StagedPipeline)
+    with pytest.raises(ValueError, match=r"X: NaN at row 2, column 1"):
+        idle.run(X, Y, sc.gpipe(2, 2))
+    with pytest.raises(ValueError, match=r"X: NaN at row 2, column 1"):
+        sm.full_gradient(params, X, Y)
