@@ -1,5 +1,6 @@
-"""Checks for lesson 04: the sparsity measures Δ and ρ, one sparse SGD update, and the locked
-and lock-free epochs on threads (observed through a counting lock and a recording update)."""
+"""Checks for lesson 04: the sparsity measures Δ and ρ, predicting the stale-read rate from the
+lesson's model (then measuring it), and the locked and lock-free epochs on threads (observed
+through a counting lock and a recording update)."""
 
 from __future__ import annotations
 
@@ -9,76 +10,221 @@ import time
 
 import numpy as np
 
-from mlpar.algorithms.sgd.hogwild import run_sgd
-from mlpar.algorithms.sgd.sparse_data import make_sparse_problem, sparsity
+from mlpar.algorithms.sgd.conflicts import MIN_CONCURRENT_WRITES, ConflictCount, stale_rate_model
+from mlpar.algorithms.sgd.sparse_data import make_sparse_problem, sparsity_from_csr
 from mlpar.algorithms.sgd.sparse_logistic import logistic_loss
-from mlpar.exercises import as_array, call, expect, expect_close, fmt, passed
+from mlpar.exercises import as_array, call, case_seed, expect, expect_close, fmt, passed
 
 
-def _tiny_problems():
-    # Fresh, seeded problems: one very sparse, one medium, one fully dense.
-    yield make_sparse_problem(40, 30, 0.05, seed=11)
-    yield make_sparse_problem(60, 12, 0.3, seed=12)
-    yield make_sparse_problem(10, 5, 1.0, seed=13)
+def _pattern(rows, n_features):
+    """CSR (indptr, indices) of a list of column lists; an empty list is an empty row."""
+    indptr = np.concatenate(([0], np.cumsum([len(r) for r in rows]))).astype(np.int64)
+    indices = np.array([c for r in rows for c in r], dtype=np.int64)
+    return indptr, indices, n_features
+
+
+def _with_empty_rows(n_samples, n_features, density, seed):
+    """A random problem's pattern with about a third of its rows emptied (no features)."""
+    p = make_sparse_problem(n_samples, n_features, density, seed=seed)
+    keep = np.random.default_rng(seed).random(n_samples) >= 1 / 3
+    keep[0] = True  # at least one edge
+    rows = [p.indices[p.indptr[i]:p.indptr[i + 1]].tolist() if keep[i] else []
+            for i in range(n_samples)]
+    return _pattern(rows, n_features)
+
+
+def _patterns():
+    """The cases Δ and ρ turn on: a single row, empty rows, a column in every row, rows
+    sharing several columns (counted once), a lonely row (max ≠ mean), and random ones."""
+    yield "a single row", _pattern([[0, 2, 5]], 6)
+    yield "empty rows and a column every row has", _pattern(
+        [[0, 1], [], [0, 3], [], [0, 2, 4], []], 5)
+    yield "rows sharing two columns, a lonely row, an empty row", _pattern(
+        [[0, 1], [0, 1], [2], [], [2, 3], [5]], 7)
+    yield "a random sparse pattern with empty rows", _with_empty_rows(
+        40, 30, 0.05, case_seed(11))
+    yield "a random denser pattern with empty rows", _with_empty_rows(
+        30, 12, 0.3, case_seed(12))
+
+
+def _number(got) -> float | None:
+    if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, float, np.integer, np.floating)):
+        return None
+    return float(got)
+
+
+def _meets(indptr, indices, n_features):
+    """Per non-empty row: rows met (itself included), and met counting once per shared column."""
+    sizes = np.diff(indptr)
+    rows = [set(indices[indptr[i]:indptr[i + 1]].tolist()) for i in range(sizes.size)]
+    edges = [r for r in rows if r]
+    degree = np.bincount(indices, minlength=n_features)
+    meet = np.array([sum(1 for s in edges if r & s) for r in edges])
+    per_column = np.array([sum(int(degree[c]) for c in r) for r in edges])
+    return meet, per_column, len(edges), sizes.size
+
+
+def _diagnose(name, case, got, expected, misreadings, hint):
+    """Fail with what the answer looks like, if it matches a known misreading."""
+    value = _number(got)
+    if value is not None and math.isclose(value, expected, rel_tol=1e-12, abs_tol=1e-15):
+        return
+    shown = fmt(got) if value is not None else f"{type(got).__name__} {fmt(got)}"
+    message = f"{name}: for {case} you returned {shown}, expected {fmt(expected)}."
+    if got is None:
+        message += " Did the function forget to `return`?"
+    elif value is None:
+        message += " Return one number."
+    else:
+        for wrong, why in misreadings:
+            if math.isclose(value, wrong, rel_tol=1e-12, abs_tol=1e-15):
+                message += f" {why}"
+                break
+        else:
+            message += f" {hint}"
+    raise AssertionError(message)
 
 
 def check_delta(delta) -> None:
-    """``delta(indptr, indices, n_features)`` must return Δ = max column degree / edges."""
+    """``delta(indptr, indices, n_features)`` must return Δ = max column degree / |E|, where
+    E is the set of non-empty rows."""
     name = "Exercise 1 (Δ, the busiest coordinate)"
-    for problem in _tiny_problems():
-        got = call(name, delta, problem.indptr, problem.indices, problem.n_features)
-        expected = sparsity(problem).delta
-        if not isinstance(got, (int, float, np.floating)) or not math.isclose(
-            got, expected, rel_tol=1e-12
-        ):
-            raise AssertionError(
-                f"{name}: for {problem!r} you returned {got!r}, expected {expected!r}. "
-                "Count, for every column, how many rows contain it; take the largest count and "
-                "divide by the number of (non-empty) rows."
-            )
-    passed(name, "matches mlpar.algorithms.sgd.sparse_data.sparsity on three problems")
+    for case, (indptr, indices, n_features) in _patterns():
+        degree = np.bincount(indices, minlength=n_features)
+        sizes = np.diff(indptr)
+        edges, rows = int(np.count_nonzero(sizes)), sizes.size
+        expected = sparsity_from_csr(indptr, indices, n_features).delta
+        misreadings = [
+            (degree.max() / rows, f"You divided by all {rows} rows; the empty ones "
+                                  f"({rows - edges}) are not edges: divide by the {edges} "
+                                  "non-empty rows."),
+            (float(degree.max()), f"That is the largest column count itself; divide it by the "
+                                  f"number of non-empty rows ({edges})."),
+            (degree.max() / n_features, "You divided by the number of features; Δ is a share "
+                                        "of the updates, so divide by the non-empty rows."),
+            (degree.mean() / edges, "That is the mean column count; Δ takes the largest."),
+            (sizes.max() / edges, "You counted nonzeros per row (that is Ω); Δ counts the rows "
+                                  "that contain each column."),
+        ]
+        got = call(name, delta, indptr.copy(), indices.copy(), n_features)
+        _diagnose(name, case, got, expected, misreadings,
+                  "Count, for every column, how many rows contain it; take the largest count "
+                  "and divide by the number of non-empty rows.")
+    passed(name, "a single row, empty rows, a column in every row and random patterns")
 
 
 def check_rho(rho) -> None:
-    """``rho(indptr, indices)`` must return ρ = max over rows of rows sharing a column / rows."""
+    """``rho(indptr, indices)`` must return ρ = max over non-empty rows of the non-empty rows
+    sharing a column with it (itself included) / |E|."""
     name = "Exercise 2 (ρ, the most crowded update)"
-    for problem in _tiny_problems():
-        got = call(name, rho, problem.indptr, problem.indices)
-        expected = sparsity(problem).rho
-        if not isinstance(got, (int, float, np.floating)) or not math.isclose(
-            got, expected, rel_tol=1e-12
-        ):
-            hint = ""
-            if isinstance(got, (int, float, np.floating)) and math.isclose(
-                got, expected - 1 / problem.n_samples, rel_tol=1e-12
-            ):
-                hint = " You are one row short: a row shares its columns with itself."
-            raise AssertionError(
-                f"{name}: for {problem!r} you returned {got!r}, expected {expected!r}.{hint}"
-            )
-    passed(name, "matches mlpar.algorithms.sgd.sparse_data.sparsity on three problems")
+    for case, (indptr, indices, n_features) in _patterns():
+        meet, per_column, edges, rows = _meets(indptr, indices, n_features)
+        expected = sparsity_from_csr(indptr, indices, n_features).rho
+        misreadings = [
+            ((meet.max() - 1) / edges, "You are one row short: a row shares its columns with "
+                                       "itself, so it counts itself."),
+            (meet.max() / rows, f"You divided by all {rows} rows; the empty ones "
+                                f"({rows - edges}) are not edges: divide by the {edges} "
+                                "non-empty rows."),
+            (float(meet.max()), f"That is the largest count itself; divide it by the number of "
+                                f"non-empty rows ({edges})."),
+            (meet.mean() / edges, "That is the mean over the rows; ρ takes the largest."),
+            (per_column.max() / edges, "You counted a row once for every column it shares; "
+                                       "count each row that meets it once."),
+            (sparsity_from_csr(indptr, indices, n_features).delta,
+             "That is Δ (rows per column); ρ counts the rows that share any column with one row."),
+        ]
+        got = call(name, rho, indptr.copy(), indices.copy())
+        _diagnose(name, case, got, expected, misreadings,
+                  "For each non-empty row, count the non-empty rows (itself included) that share "
+                  "at least one column with it; take the largest count and divide by the "
+                  "number of non-empty rows.")
+    passed(name, "a single row, empty rows, rows sharing several columns and random patterns")
 
 
-def check_sgd_step(sgd_step) -> None:
-    """``sgd_step(w, cols, vals, label, step)`` must apply one logistic SGD update in place."""
-    name = "Exercise 3 (one sparse SGD update)"
-    problem = make_sparse_problem(300, 40, 0.1, seed=14)
-    # The reference: one serial epoch of mlpar.algorithms.sgd.hogwild, whose order is seed 5's permutation.
-    reference = run_sgd(problem, "serial", step=0.7, epochs=1, seed=5).weights
-    order = np.random.default_rng(5).permutation(problem.n_samples)
-    w = np.zeros(problem.n_features)
-    for i in order:
-        a, b = problem.indptr[i], problem.indptr[i + 1]
-        cols, vals = problem.indices[a:b].copy(), problem.data[a:b].copy()
-        result = call(name, sgd_step, w, cols, vals, float(problem.y[i]), 0.7)
-        if result is not None and result is not w:
-            raise AssertionError(
-                f"{name}: update w in place (w[cols] -= ...) and return None; Hogwild threads "
-                "share one array, so a copy would never be seen by the others"
-            )
-    what = "w after one epoch of your updates"
-    expect_close(name, w, reference, what=what, rtol=1e-9, atol=1e-12)
-    passed(name, f"{problem.n_samples} updates reproduce mlpar's serial epoch")
+# --- Exercise 3: predict the stale-read rate from the model, then measure it ----------------
+
+PREDICT = "Exercise 3 (predict the stale-read rate)"
+_PREDICT_CASES = [(0.01, 2), (0.3, 2), (1.0, 2), (0.05, 4), (0.2, 8), (0.5, 1), (0.02, 64)]
+
+
+def check_stale_prediction(predict, measured: ConflictCount | None = None) -> None:
+    """``predict(density, threads)`` must return the lesson's model ``1 − (1 − d)^(P − 1)``.
+
+    Graded against the model exactly, on cases of several thread counts. With ``measured`` (a
+    ``ConflictCount`` from ``count_conflicts``) it then reports how far the measured rate per
+    concurrent write fell from the prediction at the measured problem's actual density, and
+    the likely reasons; the measurement never decides the grade.
+    """
+    for density, threads in _PREDICT_CASES:
+        expected = stale_rate_model(density, threads)
+        case = f"density {density:g} on {threads} thread{'s' if threads > 1 else ''}"
+        others = threads - 1
+        misreadings = [
+            (density, "That ignores the thread count: with P threads, P − 1 others can write "
+                      "w_j while this update is in flight."),
+            (1 - (1 - density) ** threads, "You counted this update's own thread among the "
+                                           "writers: only the other P − 1 threads can make its "
+                                           "read stale."),
+            (others * density, "(P − 1)·d adds the chances as if they could not overlap; it "
+                               "even exceeds 1. The read is stale if *at least one* other "
+                               "thread wrote w_j: 1 minus the chance that none did."),
+            (threads * density, "P·d counts this thread too and adds the chances; the read is "
+                                "stale if at least one of the P − 1 others wrote w_j."),
+            (density ** others, "That is the chance that *every* other thread wrote w_j; one "
+                                "is enough."),
+            (1 - density ** others, "1 − d^(P−1) is 'not all of them wrote'; you need 1 − "
+                                    "(chance that none wrote) = 1 − (1 − d)^(P−1)."),
+        ]
+        got = call(PREDICT, predict, density, threads)
+        _diagnose(PREDICT, case, got, expected, misreadings,
+                  "Each of the other P − 1 threads makes about one update while yours is in "
+                  "flight and writes w_j with probability d; the read is stale if at least one "
+                  "of them did.")
+    passed(PREDICT, f"{len(_PREDICT_CASES)} densities and thread counts match the model")
+    if measured is None:
+        return
+    if not isinstance(measured, ConflictCount):
+        raise TypeError(f"measured: expected the ConflictCount that conflicts.count_conflicts "
+                        f"returns, got {type(measured).__name__}")
+    print(compare_with_measurement(predict, measured))
+
+
+def compare_with_measurement(predict, measured: ConflictCount) -> str:
+    """How far a measured stale-read rate fell from ``predict`` at its actual density, and why."""
+    if not isinstance(measured, ConflictCount):
+        raise TypeError(f"measured: expected a ConflictCount, got {type(measured).__name__}")
+    d = measured.actual_density
+    predicted = _number(call(PREDICT, predict, d, measured.threads))
+    head = (f"measured on {measured.threads} threads at actual density {d:.3g} "
+            f"(nominal {measured.density:g}): ")
+    if predicted is None:
+        return head + "your function did not return a number"
+    if measured.threads < 2:
+        return head + "n/a: one thread has nobody to race with (the model says 0 too)"
+    if measured.concurrent_writes < MIN_CONCURRENT_WRITES:
+        return (head + f"n/a: only {measured.concurrent_writes:,} writes were made while the "
+                "threads overlapped; the machine ran them one after the other (busy, or one "
+                "usable core), so nothing was measured")
+    rate = measured.stale_rate_concurrent
+    ratio = rate / predicted if predicted > 0 else float("inf")
+    text = (head + f"{rate:.3g} stale reads per concurrent write against your prediction "
+            f"{predicted:.3g}: measured/predicted = {ratio:.2f}. ")
+    if 0.75 <= ratio <= 1.33:
+        return text + "✓ within a third of the model."
+    if measured.work_per_update == 0 and ratio < 0.75:
+        return text + ("Below the model: without work_per_update an update is mostly its own "
+                       "reads and writes, so its read-to-write window is short and rows of "
+                       "different lengths take different times; the model assumes windows of "
+                       "one whole update.")
+    if ratio < 0.75:
+        return text + ("Below the model: part of each update (the reads before the padding, the "
+                       "loop between updates) lies outside its read-to-write window, and an "
+                       "update counted as concurrent may have overlapped the other thread only "
+                       "in part.")
+    return text + ("Above the model: at small densities only a few stale reads are counted, "
+                   "so the rate is noisy; and the model gives every update the same length, "
+                   "while a long row's update stays in flight longer and meets more writes.")
 
 
 # --- Exercise 4: the locked and the lock-free epoch, on threads ----------------------------

@@ -137,9 +137,12 @@ def _label(mode: str, bound: float) -> str:
 
 
 def _check(X, y, lr, batch_size, n_updates, seed):
-    X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
-    y = validation.array("y", y, ndim=1, dtype=np.float64, finite=True)
+    X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
+    y = validation.array("y", y, ndim=1, dtype=np.float64)
     validation.same_length("X", X, "y", y)
+    # bad data named as such (X: NaN at row 17, column 3), before any worker starts
+    validation.finite_data("X", X)
+    validation.finite_data("y", y)
     batch_size = validation.positive_int("batch_size", batch_size)
     limits.elements("batch_size", batch_size * X.shape[1])
     return (X, y, validation.positive("lr", lr), batch_size,

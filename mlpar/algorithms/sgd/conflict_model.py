@@ -34,7 +34,7 @@ import numpy as np
 
 from mlpar.algorithms.sgd.conflicts import RaceCounts
 from mlpar.algorithms.sgd.sparse_data import SparseProblem
-from mlpar.algorithms.sgd.sparse_logistic import minus_sigmoid_gradient
+from mlpar.algorithms.sgd.sparse_logistic import check_training_data, minus_sigmoid_gradient
 from mlpar.core import seeding, validation
 
 
@@ -140,8 +140,7 @@ def simulate(
     the simulation performs exactly serial SGD's first epoch. The start phases come from an
     independent child seed.
     """
-    if not isinstance(problem, SparseProblem):
-        raise TypeError(f"problem: expected a SparseProblem, got {type(problem).__name__}")
+    problem = check_training_data(problem)
     threads = validation.positive_int("threads", threads)
     window = validation.number("window", window, low=0.0, high=1.0)
     rmw = validation.non_negative("rmw", rmw)

@@ -29,7 +29,7 @@ import numpy as np
 
 from mlpar.algorithms.sgd.hogwild import NO_ROWS, chunk_bounds, run_in_threads
 from mlpar.algorithms.sgd.sparse_data import SparseProblem, make_sparse_problem
-from mlpar.algorithms.sgd.sparse_logistic import check_problem, minus_sigmoid_gradient
+from mlpar.algorithms.sgd.sparse_logistic import check_training_data, minus_sigmoid_gradient
 from mlpar.core import limits, validation
 from mlpar.cpu.spinlock import arrive_and_wait, load_relaxed, new_lock, store_release
 
@@ -73,6 +73,8 @@ class ConflictCount(RaceCounts):
     density: float = 0.0
     work_per_update: int = 0
     concurrent_writes: int = 0
+    #: nnz / (n_samples · n_features) of the problem: what the races depend on
+    actual_density: float = float("nan")
 
     @property
     def overlap(self) -> float:
@@ -160,7 +162,7 @@ def count_conflicts(
     every write also increments a shared counter ``hits[j]`` with a plain (non-atomic)
     ``+= 1`` and the threads count their own writes privately. With one thread both are 0.
     """
-    problem = check_problem(problem)
+    problem = check_training_data(problem)
     threads = validation.positive_int("threads", threads)
     step = validation.positive("step", step)
     epochs = validation.positive_int("epochs", epochs)
@@ -196,7 +198,21 @@ def count_conflicts(
             concurrent += int(c)
         writes += int(row_sizes.sum())
     lost = writes - int(hits.sum())
-    return ConflictCount(threads, writes, stale, lost, p.density, work_per_update, concurrent)
+    return ConflictCount(threads, writes, stale, lost, p.density, work_per_update, concurrent,
+                         p.actual_density)
+
+
+def stale_rate_model(density: float, threads: int) -> float:
+    """The lesson's model of the stale-read rate per concurrent write: ``1 − (1 − d)^(P − 1)``.
+
+    At a fixed time per update, each of the other ``P − 1`` threads makes about one update
+    while ours is in flight, and that update writes a given coordinate with probability
+    ``d`` (the density); the read of ``w_j`` is stale if at least one of them wrote ``w_j``.
+    For 2 threads this is ``d`` itself.
+    """
+    density = validation.number("density", density, low=0.0, high=1.0)
+    threads = validation.positive_int("threads", threads)
+    return 1.0 - (1.0 - density) ** (threads - 1)
 
 
 @dataclass(frozen=True)
@@ -210,30 +226,39 @@ class ConflictSweep:
     def densities(self) -> np.ndarray:
         return np.array([c.density for c in self.counts])
 
+    @property
+    def actual_densities(self) -> np.ndarray:
+        """nnz / (n_samples · n_features) of each problem (at least 1 / n_features)."""
+        return np.array([c.actual_density for c in self.counts])
+
     def __repr__(self) -> str:
-        lines = [f"{'density':>8}{'writes':>11}{'overlap':>9}{'stale/cw':>10}{'lost/cw':>10}"]
+        lines = [f"{'density':>8}{'actual':>8}{'writes':>11}{'overlap':>9}{'model':>8}"
+                 f"{'stale/cw':>10}{'lost/cw':>10}"]
         for c in self.counts:
             if c.concurrent_writes < MIN_CONCURRENT_WRITES:  # too few to be a rate
                 rates = f"{'—':>10}{'—':>10}"
             else:
                 rates = f"{c.stale_rate_concurrent:>10.3g}{c.lost_rate_concurrent:>10.3g}"
-            lines.append(f"{c.density:>8g}{c.writes:>11,}{c.overlap:>9.2f}{rates}")
+            model = stale_rate_model(c.actual_density, self.threads)
+            lines.append(f"{c.density:>8g}{c.actual_density:>8.3g}{c.writes:>11,}"
+                         f"{c.overlap:>9.2f}{model:>8.3g}{rates}")
         lines.append(f"(— : fewer than {MIN_CONCURRENT_WRITES:,} concurrent writes; "
-                     "cw = concurrent write)")
+                     "cw = concurrent write; actual = nnz / (rows · features); "
+                     "model = stale reads per cw at the actual density)")
         return "\n".join(lines)
 
     def plot(self, axes=None):
-        """Left: both rates per concurrent write against density, log-log, with the model line
-        ``stale ≈ density``; points with fewer than ``MIN_CONCURRENT_WRITES`` concurrent writes
-        are left out (the threads barely ran together). Right: the share of writes made while
-        the threads overlapped."""
+        """Left: both rates per concurrent write against the *actual* density nnz/(n·d),
+        log-log, with the model line ``stale_rate_model``; points with fewer than
+        ``MIN_CONCURRENT_WRITES`` concurrent writes are left out (the threads barely ran
+        together). Right: the share of writes made while the threads overlapped."""
         import matplotlib.pyplot as plt
 
         if axes is None:
             _, axes = plt.subplots(1, 2, figsize=(9, 3.2), constrained_layout=True,
                                    gridspec_kw={"width_ratios": [2, 1]})
         left, right = axes
-        d = self.densities
+        d = self.actual_densities
         enough = np.array([c.concurrent_writes >= MIN_CONCURRENT_WRITES for c in self.counts])
         for attr, label, marker in (
             ("stale_rate_concurrent", "stale reads", "o"),
@@ -242,17 +267,19 @@ class ConflictSweep:
             rates = np.array([getattr(c, attr) for c in self.counts])
             shown = enough & (rates > 0)
             left.plot(d[shown], rates[shown], marker=marker, label=label)
-        left.plot(d, d, "k--", lw=1, label="stale ≈ density (model)")
+        grid = np.geomspace(d.min(), d.max(), 50)
+        model = [stale_rate_model(x, self.threads) for x in grid]
+        left.plot(grid, model, "k--", lw=1, label=f"model 1 − (1 − d)^{self.threads - 1}")
         left.set_xscale("log")
         left.set_yscale("log")
-        left.set_xlabel("density")
+        left.set_xlabel("actual density d = nnz / (rows · features)")
         left.set_ylabel("events per concurrent write")
         left.legend(fontsize=8)
         left.set_title(f"lock-free SGD, {self.threads} threads (measured)", fontsize=9)
         right.bar(np.arange(d.size), [c.overlap for c in self.counts], color="gray")
-        right.set_xticks(np.arange(d.size), [f"{x:g}" for x in d], rotation=45, fontsize=8)
+        right.set_xticks(np.arange(d.size), [f"{x:.2g}" for x in d], rotation=45, fontsize=8)
         right.set_ylim(0, 1)
-        right.set_xlabel("density")
+        right.set_xlabel("actual density")
         right.set_ylabel("share of writes concurrent")
         right.set_title("did the threads overlap?", fontsize=9)
         return axes

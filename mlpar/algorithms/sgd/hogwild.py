@@ -34,7 +34,7 @@ import numba
 import numpy as np
 
 from mlpar.algorithms.sgd.sparse_data import SparseProblem
-from mlpar.algorithms.sgd.sparse_logistic import check_problem, logistic_loss, sgd_update
+from mlpar.algorithms.sgd.sparse_logistic import check_training_data, logistic_loss, sgd_update
 from mlpar.algorithms.training import TrainingResult
 from mlpar.core import limits, validation
 
@@ -138,7 +138,7 @@ def run_label(variant: str, threads: int) -> str:
 
 
 def _validate_run(problem, variant, threads, step, epochs, decay, seed):
-    problem = check_problem(problem)
+    problem = check_training_data(problem)
     variant = validation.choice("variant", variant, VARIANTS)
     threads = limits.workers("threads", threads)
     step = validation.positive("step", step)

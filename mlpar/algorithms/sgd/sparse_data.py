@@ -55,6 +55,12 @@ class SparseProblem:
     def nnz(self) -> int:
         return int(self.indptr[-1])
 
+    @property
+    def actual_density(self) -> float:
+        """The share of nonzeros, ``nnz / (n_samples · n_features)``. Above ``density`` when
+        ``n_features · density`` is small: every row gets at least one nonzero."""
+        return self.nnz / (self.n_samples * self.n_features)
+
     def to_scipy(self):
         """The design matrix as a ``scipy.sparse.csr_matrix`` (for scikit-learn)."""
         from scipy import sparse
@@ -65,7 +71,7 @@ class SparseProblem:
     def __repr__(self) -> str:
         return (
             f"SparseProblem(n_samples={self.n_samples}, n_features={self.n_features}, "
-            f"density={self.density:g}, nnz={self.nnz}, "
+            f"density={self.density:g} (actual {self.actual_density:.3g}), nnz={self.nnz}, "
             f"mean nonzeros per row={self.nnz / self.n_samples:.2f})"
         )
 

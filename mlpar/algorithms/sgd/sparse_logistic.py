@@ -66,6 +66,18 @@ def check_problem(problem) -> SparseProblem:
     return problem
 
 
+def check_training_data(problem) -> SparseProblem:
+    """``check_problem``, then no NaN or infinity in its values or labels.
+
+    Every trainer calls it before it starts a thread, so bad data is reported as bad data
+    (``problem.X: NaN at row 17, column 3``), not later as a step size that diverged.
+    """
+    problem = check_problem(problem)
+    validation.finite_data("problem.X", problem.to_scipy())
+    validation.finite_data("problem.y", problem.y)
+    return problem
+
+
 def logistic_loss(problem: SparseProblem, w: np.ndarray) -> float:
     """Mean logistic loss ``(1/m) Σ log(1 + exp(-y_i x_i·w))`` of weights ``w``."""
     problem = check_problem(problem)

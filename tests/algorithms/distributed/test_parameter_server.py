@@ -153,3 +153,49 @@ def test_calibrated_prediction_on_processes_runs(process_census):
     assert_no_new_children(before)
     assert p.measured > 0 and p.predicted > 0 and p.error >= 1
     assert p.cost.per_sample > 0
+
+
+# --- Bad data is named as bad data, before any worker starts (issue 25 item 4) ---------------
+
+
+@pytest.mark.parametrize("where, match", [
+    ("X", r"X: NaN at row 17, column 3"),
+    ("y", r"y: NaN at position 17"),
+])
+@pytest.mark.parametrize("mode, bound", [("sync", None), ("async", None), ("ssp", 2)])
+def test_nan_in_the_data_is_named_before_any_worker_starts(monkeypatch, where, match, mode, bound):
+    Xb, yb = X.copy(), Y.copy()
+    if where == "X":
+        Xb[17, 3] = np.nan
+    else:
+        yb[17] = np.nan
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was opened before the data was checked")
+
+    monkeypatch.setattr(parameter_server, "engine_scope", no_engine)
+    for engine in ("simulated", "dask"):
+        with pytest.raises(ValueError, match=match) as err:
+            parameter_server.train(Xb, yb, mode=mode, staleness_bound=bound, engine=engine,
+                                   n_workers=2, n_updates=40, lr=0.5)
+        assert "diverged" not in str(err.value)
+    with pytest.raises(ValueError, match=match):
+        parameter_server.serial_sgd(Xb, yb)
+
+
+def test_nan_is_named_before_the_actors_start(monkeypatch):
+    from mlpar.cluster import dask_cluster
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("a Dask cluster was started before the data was checked")
+
+    monkeypatch.setattr(dask_cluster, "dask_client", no_cluster)
+    Xb = X.copy()
+    Xb[17, 3] = np.inf
+    with pytest.raises(ValueError, match=r"X: infinity at row 17, column 3"):
+        parameter_server.train_with_actors(Xb, Y, n_workers=2)
+
+
+def test_genuine_divergence_still_blames_the_step_size():
+    with pytest.raises(ValueError, match="lr: training diverged"):
+        parameter_server.train(X, Y, mode="async", n_workers=4, n_updates=400, lr=50.0)

@@ -189,3 +189,49 @@ def test_benchmark_family_reports_its_figures():
     assert figures["loss_difference_vs_serial"] < 0.02  # convergence, not speed
     text = family.report(figures)
     assert "lock-free / locked throughput at 2 threads" in text and "target" in text
+
+
+# --- Bad data is named as bad data, before any thread starts (issue 25 item 4) ---------------
+
+
+def _with_bad_value(problem, where, value):
+    import dataclasses
+
+    data, y = problem.data.copy(), problem.y.copy()
+    if where == "X":
+        data[problem.indptr[17] + 1] = value  # row 17, its second nonzero
+    else:
+        y[17] = value
+    return dataclasses.replace(problem, data=data, y=y)
+
+
+@pytest.mark.parametrize("where, value, match", [
+    ("X", np.nan, r"problem\.X: NaN at row 17, column \d+"),
+    ("X", np.inf, r"problem\.X: infinity at row 17, column \d+"),
+    ("y", np.nan, r"problem\.y: NaN at position 17"),
+])
+@pytest.mark.parametrize("variant, threads", [("serial", 1), ("locked", 2), ("lock-free", 2)])
+def test_bad_data_is_named_before_any_thread_starts(problem, monkeypatch, where, value, match,
+                                                     variant, threads):
+    import threading
+
+    from mlpar.algorithms.sgd import conflict_model, conflicts
+
+    bad = _with_bad_value(problem, where, value)
+
+    def no_threads(self):
+        raise AssertionError("a thread was started before the data was checked")
+
+    monkeypatch.setattr(threading.Thread, "start", no_threads)
+    with pytest.raises(ValueError, match=match) as err:
+        run_sgd(bad, variant, threads=threads, step=0.5)
+    assert "diverged" not in str(err.value) and "step" not in str(err.value)
+    with pytest.raises(ValueError, match=match):
+        conflicts.count_conflicts(bad, threads=threads)
+    with pytest.raises(ValueError, match=match):
+        conflict_model.simulate(bad, threads)
+
+
+def test_genuine_divergence_still_blames_the_step(problem):
+    with pytest.raises(ValueError, match="step: training diverged"):
+        run_sgd(problem, "lock-free", threads=2, step=1e300)
