@@ -3,10 +3,11 @@
 Each function takes a ``SimulatedCluster`` whose workers 0 … m−1 all hold ``nbytes`` of
 partial results at ``start`` and plays the schedule with ``send`` and ``compute`` (the
 additions are priced at ``add_per_byte`` seconds per byte). It returns the time at which the
-result is complete where it is needed. The closed forms are ``CostModel.flat_reduce_time``,
-``tree_reduce_time`` and ``ring_allreduce_time`` (with ``add_per_byte = 0``); the tests check
-that schedule and formula agree. See Thakur, Rabenseifner and Gropp (2005) for the ring and
-tree algorithms as MPI implements them.
+result is complete where it is needed: on one node for a *reduce*, on every worker for an
+*all-reduce*. The closed forms are ``CostModel.flat_reduce_time``, ``tree_reduce_time``,
+``flat_allreduce_time``, ``tree_allreduce_time`` and ``ring_allreduce_time`` (with
+``add_per_byte = 0``); the tests check that schedule and formula agree. See Thakur,
+Rabenseifner and Gropp (2005) for the ring and tree algorithms as MPI implements them.
 """
 
 from __future__ import annotations
@@ -43,6 +44,33 @@ def tree_reduce(cluster, nbytes: int, start: float | None = None, *,
             ready[i] = cluster.compute(i, add_per_byte * nbytes, arrival)
         step *= 2
     return ready[0]
+
+
+def flat_allreduce(cluster, nbytes: int, start: float | None = None) -> float:
+    """``flat_reduce``, then the server sends the sum to every worker, one after the other."""
+    nbytes, start = _check(cluster, nbytes, start)
+    summed = flat_reduce(cluster, nbytes, start)
+    return max(cluster.send(cluster.server, i, nbytes, summed) for i in range(cluster.n_workers))
+
+
+def tree_allreduce(cluster, nbytes: int, start: float | None = None, *,
+                   add_per_byte: float = 0.0) -> float:
+    """``tree_reduce`` onto worker 0, then the same tree run backwards to broadcast the sum:
+    at each level, every worker that has it sends it to its partner 2ᵏ further on. Levels run
+    one after the other, as the closed form counts them (when m is not a power of two, a
+    worker that sends twice in a row could start its second message a little earlier)."""
+    nbytes, start = _check(cluster, nbytes, start, add_per_byte)
+    m = cluster.n_workers
+    has = {0: tree_reduce(cluster, nbytes, start, add_per_byte=add_per_byte)}
+    step = 1
+    while 2 * step < m:
+        step *= 2
+    while m > 1 and step >= 1:
+        level = max(has.values())
+        for i in range(0, m - step, 2 * step):
+            has[i + step] = cluster.send(i, i + step, nbytes, level)
+        step //= 2
+    return max(has.values())
 
 
 def ring_allreduce(cluster, nbytes: int, start: float | None = None, *,

@@ -18,6 +18,8 @@ Collectives in closed form (Thakur, Rabenseifner and Gropp 2005), for ``M`` byte
 ``flat_reduce_time`` (everybody sends to one server, whose link serializes them),
 ``tree_reduce_time`` (⌈log₂ m⌉ levels of pairwise sends) and ``ring_allreduce_time``
 (2(m − 1) steps of M/m bytes: each node sends 2(m − 1)/m · M bytes, bandwidth-optimal).
+A reduce leaves the sum on one node, an all-reduce on every node: compare like with like,
+with ``flat_allreduce_time`` and ``tree_allreduce_time`` (the reduce, then a broadcast back).
 ``mlpar.cluster.collectives`` runs the same schedules on the simulated cluster.
 """
 
@@ -75,6 +77,14 @@ class CostModel:
         """A binary-tree reduce of ``nbytes`` per node: ⌈log₂ m⌉ levels of disjoint pairs."""
         m = validation.positive_int("n_nodes", n_nodes)
         return math.ceil(math.log2(m)) * self.transfer_time(nbytes) if m > 1 else 0.0
+
+    def flat_allreduce_time(self, n_workers: int, nbytes: int) -> float:
+        """Flat reduce, then the server sends the sum back to every worker through its link."""
+        return 2 * self.flat_reduce_time(n_workers, nbytes)
+
+    def tree_allreduce_time(self, n_nodes: int, nbytes: int) -> float:
+        """Tree reduce onto node 0, then a broadcast down the same tree: 2⌈log₂ m⌉ levels."""
+        return 2 * self.tree_reduce_time(n_nodes, nbytes)
 
     def ring_allreduce_time(self, n_nodes: int, nbytes: int) -> float:
         """Ring all-reduce: 2(m − 1) steps, each node sending a block of nbytes/m to the next.

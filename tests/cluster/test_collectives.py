@@ -69,3 +69,22 @@ def test_bad_arguments():
         collectives.tree_reduce(SimulatedCluster(2, COST), -1)
     with pytest.raises(TypeError, match="duplex"):
         SimulatedCluster(2, COST, duplex="yes")
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 8, 13, 64])
+@pytest.mark.parametrize("nbytes", [40, 10**6])
+def test_all_reduces_match_their_closed_forms(m, nbytes):
+    # Compare all-reduce with all-reduce (issue 28): the reduces leave the sum on one node only.
+    flat = collectives.flat_allreduce(SimulatedCluster(m, COST), nbytes)
+    assert flat == pytest.approx(COST.flat_allreduce_time(m, nbytes))
+    tree = collectives.tree_allreduce(SimulatedCluster(m, COST), nbytes)
+    assert tree == pytest.approx(COST.tree_allreduce_time(m, nbytes))
+    assert flat > COST.flat_reduce_time(m, nbytes) and (m == 1 or tree > COST.tree_reduce_time(m, nbytes))
+
+
+def test_tree_broadcast_reaches_every_worker_once():
+    c = SimulatedCluster(6, CostModel(alpha=1.0, beta=0.0))
+    collectives.tree_allreduce(c, 8)
+    received = sorted(s.node for s in c.segments if s.kind == "comm")
+    # reduce: 5 messages, broadcast: 5 messages, each counted at sender and receiver
+    assert len(received) == 2 * (5 + 5)
