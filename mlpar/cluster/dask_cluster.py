@@ -11,17 +11,36 @@ client is closed, the cluster keeps running.
 Every argument is checked before anything starts, and the workers are started inside the
 ``try`` that stops them: an interrupt (the notebook's Stop button) during start-up leaves no
 worker process behind.
+
+A cluster given by address is checked before any task is sent (``verify_workers``): every
+worker must import mlpar, with this client's mlpar version and numpy major version. A worker
+that cannot would otherwise fail to unpickle the first task that names an mlpar function, and
+Dask, waiting for that worker, can wait for ever. An unreachable scheduler, a cluster without
+workers or a worker that does not answer gives a ``ClusterError`` within a bounded time.
 """
 
 from __future__ import annotations
 
+import asyncio
+import builtins
 import logging
 import os
+import types
 from contextlib import contextmanager
 
 from mlpar.core import limits, validation
 
 START_TIMEOUT = 60  # seconds for the workers to come up on a slow, busy laptop
+# A scheduler given by address: seconds to reach it, for a first worker to be there, and for
+# each worker to answer the version check. A busy department cluster answers in well under a
+# second; these bound the wait when something is wrong, they are not expected durations.
+CONNECT_TIMEOUT = 20
+VERIFY_TIMEOUT = 20
+
+
+class ClusterError(RuntimeError):
+    """A Dask cluster mlpar cannot use: unreachable, without workers, or with workers that
+    cannot run mlpar's tasks (mlpar missing or another version, another numpy major version)."""
 
 
 @contextmanager
@@ -48,7 +67,7 @@ def dask_client(
     from distributed import Client, LocalCluster
 
     if address is not None:
-        with Client(address) as client:
+        with connect(address) as client:
             yield client
         return
     # The scheduler alone first (it lives in this process); the workers are started by
@@ -93,3 +112,132 @@ def restore_environ(saved: dict) -> None:
     for key, value in saved.items():
         if os.environ.get(key) != value:
             os.environ[key] = value
+
+
+def connect(address: str, *, timeout: float = CONNECT_TIMEOUT):
+    """A ``Client`` of the scheduler at ``address`` whose workers passed ``verify_workers``.
+
+    Raises ``ClusterError`` (and closes the client) if the scheduler cannot be reached, no
+    worker joins within ``timeout`` seconds, or a worker fails the check.
+    """
+    address = validation.text("address", address)
+    if not address.strip():
+        raise ValueError("address: expected a scheduler address such as "
+                         "'tcp://127.0.0.1:8786', got an empty string")
+    timeout = validation.positive("timeout", timeout)
+    from distributed import Client
+
+    try:
+        client = Client(address, timeout=timeout)
+    except OSError as exc:  # distributed raises OSError (a TimeoutError among them)
+        raise ClusterError(
+            f"could not reach a Dask scheduler at {address} within {timeout:g} s ({exc}); is "
+            f"`dask scheduler` running there, and is its port reachable from here (firewall, "
+            f"SSH tunnel)?") from exc
+    try:
+        try:
+            client.wait_for_workers(1, timeout=timeout)
+        except TimeoutError as exc:
+            raise ClusterError(
+                f"the Dask scheduler at {address} has no worker after {timeout:g} s; start "
+                f"some with `dask worker {address}`") from exc
+        verify_workers(client, timeout=timeout)
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def _probe() -> dict:
+    """Runs on a worker: its Python, and whether and in which version it imports numpy, mlpar.
+
+    It is sent by value (see ``verify_workers``), so it can import nothing at module level.
+    """
+    import platform
+    import sys
+
+    found = {"python": platform.python_version(), "executable": sys.executable}
+    for name in ("numpy", "mlpar"):
+        try:
+            module = __import__(name)
+            found[name] = str(getattr(module, "__version__", "unknown"))
+        except Exception as exc:  # noqa: BLE001 - any failure to import is the answer
+            found[name] = None
+            found[f"{name}_error"] = f"{type(exc).__name__}: {exc}"
+    return found
+
+
+# The probe's code without its module: pickled by reference (the default for a function of an
+# importable module) it would make the worker import mlpar just to unpickle it, and a worker
+# without mlpar would fail before it could say so. A function of no module is sent by value.
+_PROBE = types.FunctionType(_probe.__code__, {"__builtins__": builtins}, "_probe")
+
+
+def _major(version) -> str | None:
+    return None if version is None else str(version).split(".")[0]
+
+
+def verify_workers(client, *, timeout: float = VERIFY_TIMEOUT) -> dict[str, dict]:
+    """Check that every worker of ``client`` can run mlpar's tasks; return what each reported.
+
+    Each worker is asked (concurrently, each within ``timeout`` seconds) to import mlpar and
+    numpy. It passes when it has this client's mlpar version and numpy major version (arrays
+    pickled by numpy 2 do not load in numpy 1). Otherwise one ``ClusterError`` names every
+    failing worker, what it has and what this client has; no task has been sent.
+
+    Returns ``{worker address: {"python", "executable", "numpy", "mlpar"}}``.
+    """
+    from distributed import Client
+
+    if not isinstance(client, Client):
+        raise TypeError(f"client: expected a dask.distributed.Client (as dask_client yields), "
+                        f"got {type(client).__name__}")
+    timeout = validation.positive("timeout", timeout)
+    import numpy
+
+    import mlpar
+
+    want = {"mlpar": mlpar.__version__, "numpy": numpy.__version__}
+    workers = sorted(client.scheduler_info()["workers"])
+    if not workers:
+        raise ClusterError(f"the Dask scheduler at {client.scheduler.address} has no worker; "
+                           f"start some with `dask worker {client.scheduler.address}`")
+
+    async def ask(worker):
+        try:
+            answer = await client.run(_PROBE, workers=[worker], on_error="return",
+                                      asynchronous=True, callback_timeout=timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            return {"error": f"did not answer within {timeout:g} s (unreachable from the "
+                             f"scheduler, or busy)"}
+        answer = answer.get(worker)
+        if isinstance(answer, BaseException) or not isinstance(answer, dict):
+            return {"error": f"could not run the check ({type(answer).__name__}: {answer})"}
+        return answer
+
+    async def ask_all():
+        return await asyncio.gather(*(ask(w) for w in workers))
+
+    # The outer limit only guards the gathering itself: each worker has its own timeout.
+    answers = dict(zip(workers, client.sync(ask_all, callback_timeout=timeout + 10),
+                       strict=True))
+    problems = []
+    for worker, found in answers.items():
+        if "error" in found:
+            problems.append(f"{worker}: {found['error']}")
+        elif found.get("mlpar") is None:
+            problems.append(f"{worker}: cannot import mlpar ({found.get('mlpar_error')}) "
+                            f"in {found.get('executable')}")
+        elif found["mlpar"] != want["mlpar"]:
+            problems.append(f"{worker}: mlpar {found['mlpar']}, not {want['mlpar']}")
+        elif _major(found.get("numpy")) != _major(want["numpy"]):
+            problems.append(f"{worker}: numpy {found.get('numpy')}, not numpy "
+                            f"{_major(want['numpy'])}.x like this client ({want['numpy']})")
+    if problems:
+        raise ClusterError(
+            f"{len(problems)} of {len(workers)} workers of the Dask scheduler at "
+            f"{client.scheduler.address} cannot run mlpar's tasks (this client: mlpar "
+            f"{want['mlpar']}, numpy {want['numpy']}):\n  " + "\n  ".join(problems)
+            + "\nInstall the same mlpar version on every worker (README: Run on a real "
+              "cluster), or stop those workers; no task was sent.")
+    return answers

@@ -278,7 +278,7 @@ class DaskEngine(Engine):
     name = "dask"
 
     def __init__(self, n_workers: int, address: str | None = None):
-        from mlpar.cluster.dask_cluster import dask_client
+        from mlpar.cluster.dask_cluster import START_TIMEOUT, ClusterError, dask_client
 
         if address is None:
             n_workers = limits.workers("n_workers", n_workers)
@@ -295,6 +295,15 @@ class DaskEngine(Engine):
             self._address = [addresses[i % len(addresses)] for i in range(self.n_workers)]
             made = [self.client.submit(WorkerStore, actor=True, workers=[a], pure=False)
                     for a in self._address]
+            # Each actor is pinned to its worker: if that worker dies now, Dask would keep the
+            # task waiting for it for ever. Bounded, and said.
+            from distributed import wait as dask_wait
+
+            not_done = dask_wait(made, timeout=START_TIMEOUT, return_when="ALL_COMPLETED")
+            if not_done.not_done:
+                raise ClusterError(
+                    f"the workers' data stores did not start within {START_TIMEOUT} s on "
+                    f"{self._lost_workers() or 'workers that are still listed'}")
             self._stores = self.client.gather(made)
         except BaseException:
             self.close()
@@ -321,18 +330,49 @@ class DaskEngine(Engine):
             done, rest = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             for r in rest:
                 r.cancel()
+            for d in done:  # read every outcome (an error is raised below, by .result())
+                d.exception()
             return min((waiting[d] for d in done), key=lambda t: t.id)
 
-        if not all(f.done() for f in self._pending.values()):
-            task = self.client.sync(first, dict(self._pending))
-        else:
-            task = min(self._pending, key=lambda t: t.id)
-        return task, self._pending.pop(task).result()
+        try:
+            if not all(f.done() for f in self._pending.values()):
+                task = self.client.sync(first, dict(self._pending))
+            else:
+                task = min(self._pending, key=lambda t: t.id)
+            return task, self._pending.pop(task).result()
+        except OSError as exc:
+            raise self._worker_lost(exc) from exc
 
-    @staticmethod
-    def _gather_futures(futures):
+    def _gather_futures(self, futures):
         # The calls run concurrently on their workers already; collecting in order costs nothing.
-        return [f.result() for f in futures]
+        try:
+            return [f.result() for f in futures]
+        except OSError as exc:
+            raise self._worker_lost(exc) from exc
+
+    def _lost_workers(self) -> str:
+        """This engine's worker addresses that the scheduler no longer lists."""
+        try:
+            alive = set(self.client.scheduler_info()["workers"])
+        except Exception:  # noqa: BLE001 - the scheduler itself may be gone
+            alive = set()
+        return ", ".join(sorted({a for a in self._address if a not in alive}))
+
+    def _worker_lost(self, exc: BaseException):
+        """The error for a worker that died mid-run (a SIGKILL, a machine gone).
+
+        Its shard and state lived in an actor on it: Dask reschedules ordinary tasks, but an
+        actor dies with its worker (a nanny restarts the process empty). Going on with the
+        other workers would silently change the result, so the run stops, saying why.
+        """
+        from mlpar.cluster.dask_cluster import ClusterError
+
+        gone = self._lost_workers()
+        return ClusterError(
+            f"a Dask worker stopped answering during the run ({type(exc).__name__}: {exc}); "
+            f"gone from the cluster: {gone or 'none yet (the scheduler has not noticed)'}. The "
+            f"data and state placed on it were lost with it, so this run cannot finish "
+            f"correctly: run it again on the workers that are left.")
 
     def close(self) -> None:
         if self._scope is not None:
