@@ -3,9 +3,11 @@
     python -m mlpar.bench gpu            # or, before mlpar.bench exists:
     python -c "from mlpar.benchmarks import gpu as b; print(b.report(b.run()))"
 
-Figures: elementwise-product bandwidth as a share of the device's own copy bandwidth; tiled
-(and naive) matmul GFLOP/s next to cuBLAS through CuPy or PyTorch when one is installed; the
-time to copy inputs over and results back next to the kernel time. On a machine without a
+Figures: elementwise-product bandwidth as a share of the device's own copy bandwidth; the
+matmul steps (naive, tiled, register-blocked, wide loads with a tuned tile shape) in GFLOP/s
+next to cuBLAS through CuPy or PyTorch when one is installed (4096² float32 on a GPU); the
+time to copy inputs over and results back next to the kernel time; the link's rate from
+pageable and from pinned host memory, and copies overlapped with compute on streams. On a machine without a
 GPU everything runs on the simulator at small sizes and the report says that the figures are
 Python threads on the CPU, not GPU figures. numba picks its CUDA path once per process, so
 when this process already imported numba on an unusable path, ``run`` measures in a fresh
@@ -20,46 +22,21 @@ import sys
 
 import numpy as np
 
-from mlpar.core import timing, validation
+from mlpar.core import validation
 from mlpar.gpu import backend as gpu
 
 SIZES = {  # (elements of the product, matmul side, tile, dtype); the simulator needs tiny ones
-    ("gpu", False): (1 << 25, 2048, 16, "float32"),
-    ("gpu", True): (1 << 22, 512, 16, "float32"),
+    ("gpu", False): (1 << 25, 4096, 16, "float32"),
+    ("gpu", True): (1 << 22, 2048, 16, "float32"),  # 2048² still fills the GPU (256 blocks)
     ("simulator", False): (2048, 16, 8, "float64"),
     ("simulator", True): (512, 8, 4, "float64"),
 }
 
 
-def _cublas_gflops(a: np.ndarray, b: np.ndarray, repeat: int) -> tuple[str | None, float | None]:
-    """GFLOP/s of a @ b through cuBLAS, via CuPy or else PyTorch; (None, None) if neither."""
-    flops = 2 * a.shape[0] * a.shape[1] * b.shape[1]
-    try:
-        import cupy
-
-        da, db = cupy.asarray(a), cupy.asarray(b)
-        sync = cupy.cuda.Device().synchronize
-        matmul, name = cupy.matmul, "CuPy (cuBLAS)"
-    except Exception:  # CuPy missing or without a driver: try PyTorch
-        try:
-            import torch
-
-            if not torch.cuda.is_available():
-                return None, None
-            da, db = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
-            sync, matmul, name = torch.cuda.synchronize, torch.matmul, "PyTorch (cuBLAS)"
-        except Exception:
-            return None, None
-    matmul(da, db)
-    sync()
-    best = timing.best_of(lambda: matmul(da, db), repeat, sync=sync)
-    return name, flops / best / 1e9
-
-
 def _measure(quick: bool) -> dict:
     quick = validation.flag("quick", quick)
     backend = gpu.choose_cuda_backend()
-    from mlpar.gpu import cuda_kernels as ck
+    from mlpar.gpu import matmul, transfers
 
     n, side, tile, dtype = SIZES[(backend, bool(quick))]
     rng = np.random.default_rng(0)
@@ -68,12 +45,22 @@ def _measure(quick: bool) -> dict:
     b = rng.standard_normal((side, side)).astype(dtype)
     repeat = 2 if backend == "simulator" else 10
     info = gpu.device_info()
-    product = ck.time_product(x, y, threads_per_block=128 if backend == "gpu" else 64,
-                              repeat=repeat)
-    copy = ck.device_copy_gbps(3 * x.nbytes, repeat=repeat)
-    tiled = ck.time_matmul(a, b, tile=tile, repeat=repeat)
-    naive = ck.time_matmul(a, b, tile=tile, repeat=repeat, tiled=False)
-    blas_name, blas = (None, None) if backend == "simulator" else _cublas_gflops(a, b, repeat)
+    product = transfers.time_product(x, y, threads_per_block=128 if backend == "gpu" else 64,
+                                     repeat=repeat)
+    pinned = transfers.time_product(x, y, threads_per_block=128 if backend == "gpu" else 64,
+                                    repeat=repeat, pinned=True)
+    link = transfers.link_rates(x.nbytes, repeat=repeat)
+    overlap = transfers.overlapped_product(x, y, chunks=4, repeat=repeat)
+    copy = transfers.device_copy_gbps(3 * x.nbytes, repeat=repeat)
+    tiled = transfers.time_matmul(a, b, tile=tile, repeat=repeat)
+    naive = transfers.time_matmul(a, b, tile=tile, repeat=repeat, tiled=False)
+    register = matmul.kernel_gflops("register", a, b, repeat=repeat)
+    if backend == "gpu":
+        (best_shape, wide), *_ = matmul.tune(a, b, repeat=repeat)
+    else:  # tuning on the simulator would rank Python threads: run the default shape only
+        best_shape = matmul.default_shape("wide")
+        wide = matmul.kernel_gflops("wide", a, b, shape=best_shape, repeat=repeat)
+    blas_name, blas = matmul.cublas_gflops(a, b, repeat=repeat)
     return {
         "backend": backend,
         "device": info.name,
@@ -92,9 +79,21 @@ def _measure(quick: bool) -> dict:
         "tiled_matmul_gflops": tiled.kernel_gflops,
         "naive_matmul_gflops": naive.kernel_gflops,
         "matmul_transfer_share": tiled.transfer_share,
+        "register_matmul_gflops": register,
+        "wide_matmul_gflops": wide,
+        "wide_shape": str(best_shape),
         "cublas_via": blas_name,
         "cublas_gflops": blas,
         "tiled_share_of_cublas": None if blas is None else tiled.kernel_gflops / blas,
+        "wide_share_of_cublas": None if blas is None else wide / blas,
+        "pageable_to_device_gbps": link.pageable_to_device,
+        "pinned_to_device_gbps": link.pinned_to_device,
+        "pageable_to_host_gbps": link.pageable_to_host,
+        "pinned_to_host_gbps": link.pinned_to_host,
+        "pinned_product_transfer_share": pinned.transfer_share,
+        "overlap_chunks": overlap.chunks,
+        "overlap_correct": bool(np.array_equal(overlap.result, x * y)),
+        "overlap_speedup": overlap.speedup,
     }
 
 
@@ -132,13 +131,22 @@ def report(figures: dict) -> str:
         f"{f['product_kernel_s'] * 1e3:.3g} ms, to host {f['product_to_host_s'] * 1e3:.3g} ms"
         f" (copies {100 * f['product_transfer_share']:.3g} % of the total; link "
         f"{f['link_gbps']:.3g} GB/s)",
-        f"matmul {f['matmul_side']}² {f['dtype']}: tiled (tile {f['tile']}) "
-        f"{f['tiled_matmul_gflops']:.3g} GFLOP/s, naive {f['naive_matmul_gflops']:.3g} "
-        f"GFLOP/s; copies {100 * f['matmul_transfer_share']:.3g} % of the tiled total",
+        f"link from pageable memory: {f['pageable_to_device_gbps']:.3g} GB/s to device, "
+        f"{f['pageable_to_host_gbps']:.3g} GB/s back; from pinned: "
+        f"{f['pinned_to_device_gbps']:.3g} GB/s to device, {f['pinned_to_host_gbps']:.3g} GB/s "
+        f"back (copies {100 * f['pinned_product_transfer_share']:.3g} % of the pinned product)",
+        f"  {f['overlap_chunks']} chunks on streams: {f['overlap_speedup']:.3g}× the serial "
+        f"offload, result equals numpy: {f['overlap_correct']}",
+        f"matmul {f['matmul_side']}² {f['dtype']} (kernel alone): naive "
+        f"{f['naive_matmul_gflops']:.3g}, tiled (tile {f['tile']}) "
+        f"{f['tiled_matmul_gflops']:.3g}, register-blocked {f['register_matmul_gflops']:.3g}, "
+        f"wide loads {f['wide_matmul_gflops']:.3g} GFLOP/s ({f['wide_shape']}); copies "
+        f"{100 * f['matmul_transfer_share']:.3g} % of the tiled total",
     ]
     if f.get("cublas_gflops") is not None:
         lines.append(f"  {f['cublas_via']}: {f['cublas_gflops']:.3g} GFLOP/s; tiled reaches "
-                     f"{100 * f['tiled_share_of_cublas']:.3g} % of it")
+                     f"{100 * f['tiled_share_of_cublas']:.3g} %, wide loads "
+                     f"{100 * f['wide_share_of_cublas']:.3g} % of it")
     elif f["backend"] == "gpu":
         lines.append("  cuBLAS: neither CuPy nor PyTorch with CUDA is installed")
     return "\n".join(lines)

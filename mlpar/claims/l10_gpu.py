@@ -10,8 +10,6 @@ chosen, the claims say so instead of failing.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from mlpar.core import claims, timing, validation
@@ -28,14 +26,29 @@ def _kernels():
     return cuda_kernels
 
 
+def _on_gpu():
+    """(cuda_kernels, transfers, matmul) on a GPU path, or the reason a GPU claim is n/a."""
+    reason = claims.precondition(gpu=True)
+    ck = _kernels()
+    if ck is None:
+        return None, reason or _NO_PATH
+    if ck.BACKEND != "gpu":
+        return None, reason or "no GPU: numba runs on its CUDA simulator here"
+    from mlpar.gpu import matmul, transfers
+
+    return (ck, transfers, matmul), ""
+
+
 _NO_PATH = ("numba was imported before the CUDA back end was chosen; run these claims in a "
             "fresh process (python -m mlpar.bench claims)")
 
 
 def mismatches(ck, *, seed: int = 0) -> int:
-    """How many of the lesson's kernel runs differ from numpy (product, sum, both matmuls)."""
-    with warnings.catch_warnings():  # deliberately small launches: numba warns of low occupancy
-        warnings.simplefilter("ignore")
+    """How many of the lesson's kernel runs differ from numpy (product, sum, four matmuls)."""
+    seed = validation.seed("seed", seed)
+    if getattr(ck, "small_grids", None) is None:
+        raise TypeError(f"ck: expected the module mlpar.gpu.cuda_kernels, got {ck!r}")
+    with ck.small_grids():  # deliberately small launches: numba warns of low occupancy
         return _mismatches(ck, seed)
 
 
@@ -51,6 +64,13 @@ def _mismatches(ck, seed: int) -> int:
         a, b = rng.standard_normal((m, k)), rng.standard_normal((k, p))
         wrong += not np.allclose(ck.tiled_matmul(a, b, tile=tile), a @ b, rtol=1e-12, atol=1e-12)
         wrong += not np.allclose(ck.naive_matmul(a, b, tile=tile), a @ b, rtol=1e-12, atol=1e-12)
+    from mlpar.gpu import matmul
+
+    shape = gpu.Blocking(8, 16, 4, 2, 4)  # not square, sizes not multiples of it
+    for m, k, p in [(13, 11, 9), (16, 16, 16)]:
+        a, b = rng.standard_normal((m, k)), rng.standard_normal((k, p))
+        for step in (matmul.register_blocked_matmul, matmul.wide_matmul):
+            wrong += not np.allclose(step(a, b, shape=shape), a @ b, rtol=1e-12, atol=1e-12)
     return int(wrong)
 
 
@@ -73,12 +93,13 @@ def offload_rates(quick: bool = False) -> tuple[float, float, float, str]:
     big = rng.standard_normal((side, side))
     host = timing.measure(np.matmul, big, big, flops=2 * side**3, repeat=3).gflops
     if ck is not None and ck.BACKEND == "gpu":
-        n = 1 << 22
-        xs = rng.standard_normal(n).astype(np.float32)
+        from mlpar.gpu import transfers
+
         a = rng.standard_normal((1024, 1024)).astype(np.float32)
-        link = ck.time_product(xs, xs, repeat=3).link_gbps
-        device = ck.time_matmul(a, a, tile=16, repeat=3).kernel_gflops
-        return host, device, link, f"measured on {gpu.device_info().name}"
+        # the link rate from pinned memory: what an offload that cares about the link uses
+        link = transfers.link_rates(1 << 24, repeat=3).pinned_to_device
+        device = transfers.time_matmul(a, a, tile=16, repeat=3).kernel_gflops
+        return host, device, link, f"measured on {gpu.device_info().name}, pinned link"
     spec = gpu.T4
     return host, spec.fp32_gflops, spec.link_gbps, f"{spec.name}, published figures"
 
@@ -117,18 +138,59 @@ def large_matmul_pays(quick: bool = False):
 def tiled_beats_naive(quick: bool = False):
     """On a GPU, the shared-memory tiled matmul is faster than the naive kernel."""
     quick = validation.flag("quick", quick)
-    ck = _kernels()
-    if ck is None or ck.BACKEND != "gpu":
+    found, reason = _on_gpu()
+    if found is None:
         return claims.check("10", "tiled over naive matmul kernel speed", None, at_least=1.0,
-                            unit="×", cause="no GPU here: the simulator times Python threads, "
-                                            "not a GPU, so this claim is not measured")
+                            unit="×", not_applicable=reason)
+    from mlpar.gpu import transfers
+
     rng = np.random.default_rng(0)
     a = rng.standard_normal((1024, 1024)).astype(np.float32)
-    naive = ck.time_matmul(a, a, tile=16, tiled=False, repeat=3).kernel_s
-    tiled = ck.time_matmul(a, a, tile=16, tiled=True, repeat=3).kernel_s
+    naive = transfers.time_matmul(a, a, tile=16, tiled=False, repeat=3).kernel_s
+    tiled = transfers.time_matmul(a, a, tile=16, tiled=True, repeat=3).kernel_s
     return claims.check("10", f"tiled over naive matmul kernel speed on {gpu.device_info().name}",
                         naive / tiled, at_least=1.0, unit="×",
                         cause="the GPU's caches may serve the naive kernel's repeated loads")
 
 
-CLAIMS = (kernels_equal_numpy, lone_product_does_not_pay, large_matmul_pays, tiled_beats_naive)
+def wide_reaches_half_of_cublas(quick: bool = False):
+    """On a GPU, step 3 of the matmul reaches half of cuBLAS at 4096² float32 (2048² quick)."""
+    quick = validation.flag("quick", quick)
+    statement = "register-blocked, wide-load matmul over cuBLAS at 4096² float32"
+    found, reason = _on_gpu()
+    if found is None:
+        return claims.check("10", statement, None, at_least=0.5, unit="×",
+                            not_applicable=reason)
+    _, _, matmul = found
+    side = 2048 if quick else 4096
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((side, side)).astype(np.float32)
+    b = rng.standard_normal((side, side)).astype(np.float32)
+    via, blas = matmul.cublas_gflops(a, b, repeat=5)
+    if blas is None:
+        return claims.check("10", statement, None, at_least=0.5, unit="×",
+                            not_applicable="neither CuPy nor PyTorch can call cuBLAS here")
+    best = max(g for _, g in matmul.tune(a, b, repeat=3))
+    return claims.check("10", f"{statement.replace('4096', str(side))} ({via})", best / blas,
+                        at_least=0.5, unit="×",
+                        cause="registers spilled to local memory, or a tile shape this GPU "
+                              "dislikes; see python -m mlpar.bench gpu")
+
+
+def pinned_beats_pageable(quick: bool = False):
+    """On a GPU, copies to the device from pinned host memory are faster than from pageable."""
+    quick = validation.flag("quick", quick)
+    statement = "host-to-device copy rate, pinned over pageable memory"
+    found, reason = _on_gpu()
+    if found is None:
+        return claims.check("10", statement, None, at_least=1.0, unit="×",
+                            not_applicable=reason)
+    _, transfers, _ = found
+    rates = transfers.link_rates(1 << (24 if quick else 26), repeat=5)
+    return claims.check("10", statement, rates.pinned_gain, at_least=1.0, unit="×",
+                        cause="a driver that already stages pageable copies well, or a link "
+                              "slower than the staging copy")
+
+
+CLAIMS = (kernels_equal_numpy, lone_product_does_not_pay, large_matmul_pays, tiled_beats_naive,
+          wide_reaches_half_of_cublas, pinned_beats_pageable)

@@ -287,6 +287,11 @@ T4 = PublishedGPU(
 )
 
 
+# The occupancy example of lesson 10: the GPU of the course's reference runs.
+H100_MULTIPROCESSORS = 132
+H100_SOURCE = "NVIDIA H100 Tensor Core GPU architecture whitepaper (2022): 132 SMs in the H100 SXM5"
+
+
 def break_even_intensity(cpu_gflops: float, gpu_gflops: float, link_gbps: float) -> float:
     """Arithmetic intensity (flop per byte sent over the link) above which offloading pays.
 
@@ -301,3 +306,92 @@ def break_even_intensity(cpu_gflops: float, gpu_gflops: float, link_gbps: float)
     if gpu <= cpu:
         return math.inf
     return cpu * gpu / (link * (gpu - cpu))
+
+
+# ------------------------------------------------------------------------- occupancy
+
+
+# numba warns at every launch of a grid with fewer blocks than this (CUDA_LOW_OCCUPANCY_WARNINGS)
+NUMBA_LOW_OCCUPANCY_BLOCKS = 128
+
+
+def idle_multiprocessors(blocks: int, multiprocessors: int) -> int:
+    """Multiprocessors left with no block at all: a block runs on one SM, never split."""
+    blocks = validation.positive_int("blocks", blocks)
+    multiprocessors = validation.positive_int("multiprocessors", multiprocessors)
+    return max(0, multiprocessors - blocks)
+
+
+def blocks_to_fill(multiprocessors: int, blocks_per_multiprocessor: int = 1) -> int:
+    """Blocks a grid needs so that every multiprocessor runs ``blocks_per_multiprocessor``.
+
+    One resident block per SM is the least that keeps none idle; hiding memory latency wants
+    several (as many as registers and shared memory allow), so grids of thousands of blocks,
+    or a grid-stride loop over a few per SM, are the norm.
+    """
+    multiprocessors = validation.positive_int("multiprocessors", multiprocessors)
+    per = validation.positive_int("blocks_per_multiprocessor", blocks_per_multiprocessor)
+    return multiprocessors * per
+
+
+# ------------------------------------------------------------ register-blocked matmul shape
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """Shape of a register-blocked matmul: a block computes ``bm × bn`` of C, walking k in
+    steps of ``bk``; each of its threads computes a ``tm × tn`` sub-block in registers."""
+
+    bm: int
+    bn: int
+    bk: int
+    tm: int
+    tn: int
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.tm) * (self.bn // self.tn)
+
+    def shared_bytes(self, itemsize: int) -> int:
+        """Shared memory per block: one ``bm × bk`` tile of A and one ``bk × bn`` of B."""
+        return (self.bm + self.bn) * self.bk * itemsize
+
+    def global_loads(self, m: int, k: int, p: int) -> int:
+        """Elements read from global memory for an (m×k)·(k×p) product (edge tiles padded)."""
+        blocks = math.ceil(m / self.bm) * math.ceil(p / self.bn)
+        return blocks * math.ceil(k / self.bk) * (self.bm + self.bn) * self.bk
+
+    def __str__(self) -> str:
+        return (f"block {self.bm}×{self.bn} of C, k-step {self.bk}, {self.tm}×{self.tn} per "
+                f"thread ({self.threads} threads)")
+
+
+def blocking(bm: int, bn: int, bk: int, tm: int, tn: int, *, itemsize: int = 4,
+             shared_bytes: int = 48 * 1024, wide: bool = False) -> Blocking:
+    """Validate a register-blocking shape; ``wide`` adds the 4-element loads' constraint.
+
+    tm divides bm and tn divides bn; the block has at most 1024 threads, a multiple of the
+    warp where it has more than one warp; both tiles fit ``shared_bytes``; wide loads copy
+    4 neighbouring elements, so bk, bn (and bm) must be multiples of 4.
+    """
+    bm, bn, bk, tm, tn = (validation.positive_int(name, v, maximum=1024) for name, v in
+                          (("bm", bm), ("bn", bn), ("bk", bk), ("tm", tm), ("tn", tn)))
+    itemsize = validation.positive_int("itemsize", itemsize, maximum=16)
+    shared_bytes = validation.positive_int("shared_bytes", shared_bytes, maximum=1 << 20)
+    wide = validation.flag("wide", wide)
+    for name, outer, inner in (("tm", bm, tm), ("tn", bn, tn)):
+        if outer % inner:
+            raise ValueError(f"{name}: expected a divisor of b{name[1]} = {outer}, got {inner}")
+    shape = Blocking(bm, bn, bk, tm, tn)
+    if shape.threads > MAX_THREADS_PER_BLOCK or (shape.threads > WARP_SIZE
+                                                 and shape.threads % WARP_SIZE):
+        raise ValueError(f"tm: expected (bm/tm)·(bn/tn) threads to be at most "
+                         f"{MAX_THREADS_PER_BLOCK} and whole warps of {WARP_SIZE}, got "
+                         f"{shape.threads}")
+    if shape.shared_bytes(itemsize) > shared_bytes:
+        raise ValueError(f"bk: expected (bm + bn)·bk·itemsize <= {shared_bytes} bytes of shared "
+                         f"memory, got {shape.shared_bytes(itemsize)}")
+    if wide and (bk % 4 or bn % 4 or bm % 4):
+        raise ValueError(f"bk: expected bm, bn and bk to be multiples of 4 for 4-wide loads, "
+                         f"got bm={bm}, bn={bn}, bk={bk}")
+    return shape

@@ -1,5 +1,8 @@
 """Three CUDA kernels in numba: an elementwise product, a sum reduction, a tiled matmul.
 
+Timing them (copies apart from kernels, pinned memory, streams) is ``mlpar.gpu.transfers``;
+faster matmul kernels, step by step, are ``mlpar.gpu.matmul``.
+
 Each kernel has a host wrapper that validates its inputs, copies them to the device, launches
 and copies the result back; each equals a numpy reference (``x * y``, ``x.sum()``, ``a @ b``).
 They run on a real GPU or, with no GPU, on numba's CUDA simulator, which executes every CUDA
@@ -16,23 +19,61 @@ chose yet; call that yourself first if you want a particular path.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import warnings
-from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
 
-from mlpar.core import timing, validation
+from mlpar.core import validation
 from mlpar.gpu import backend as gpu
+from mlpar.gpu import stack
 
 BACKEND = gpu.choose_cuda_backend()
+STACK_NOTES = stack.require_usable(BACKEND)  # refuses numba-cuda with numpy >= 2.5, says why
 
 import numba  # noqa: E402  (must follow the backend choice)
 from numba import cuda  # noqa: E402
 from numba.core.errors import NumbaPerformanceWarning  # noqa: E402
 
 FLOAT_TYPES = (np.float32, np.float64)
+# The simulator runs every CUDA thread as a Python thread: more than this many in one launch
+# would take hours, so it is refused instead. A GPU's limit is its grid size, 2^31 - 1 blocks.
+SIMULATOR_MAX_THREADS = 1 << 16
+GPU_MAX_BLOCKS = 2**31 - 1
+
+
+def _performance_warning_classes() -> tuple[type[Warning], ...]:
+    """numba's NumbaPerformanceWarning, and numba-cuda's own copy of it when that exists."""
+    classes = [NumbaPerformanceWarning]
+    try:  # numba-cuda >= 0.20 keeps its own errors module; its warning is another class
+        from numba.cuda.core.errors import NumbaPerformanceWarning as cuda_warning
+    except ImportError:
+        cuda_warning = None
+    if cuda_warning is not None and cuda_warning not in classes:
+        classes.append(cuda_warning)
+    return tuple(classes)
+
+
+PERFORMANCE_WARNINGS = _performance_warning_classes()
+# numba's text for a grid of fewer than 128 blocks (its CUDA_LOW_OCCUPANCY_WARNINGS check).
+OCCUPANCY_MESSAGE = r"Grid size \d+ will likely result in GPU under-utili[sz]ation"
+
+
+@contextlib.contextmanager
+def small_grids():
+    """Silence numba's low-occupancy warning, and only it, inside the ``with`` block.
+
+    A grid of a few blocks leaves most of a GPU's multiprocessors idle, and numba says so at
+    every launch. For a correctness demonstration on a tiny array that is expected, so the
+    lesson wraps those launches in ``with ck.small_grids():``; timing launches fill the device
+    and are never wrapped. Nothing is filtered outside the block.
+    """
+    with warnings.catch_warnings():
+        for category in PERFORMANCE_WARNINGS:
+            warnings.filterwarnings("ignore", message=OCCUPANCY_MESSAGE, category=category)
+        yield
 
 
 def source(func) -> str:
@@ -40,12 +81,33 @@ def source(func) -> str:
     return inspect.getsource(getattr(func, "py_func", None) or getattr(func, "fn", func))
 
 
+def float_dtype(name: str, value) -> np.dtype:
+    """``value`` as float32 or float64, the dtypes the kernels are compiled for; else TypeError."""
+    try:
+        dtype = None if value is None else np.dtype(value)
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype not in FLOAT_TYPES:
+        raise TypeError(f"{name}: expected float32 or float64, got {value!r}")
+    return dtype
+
+
+def grid_blocks(name: str, value, threads_per_block: int) -> int:
+    """Validate a launch's block count against the path's limit (see SIMULATOR_MAX_THREADS)."""
+    threads_per_block = validation.positive_int("threads_per_block", threads_per_block)
+    limit = (max(1, SIMULATOR_MAX_THREADS // threads_per_block) if BACKEND == "simulator"
+             else GPU_MAX_BLOCKS)
+    value = validation.positive_int(name, value)
+    if value > limit:
+        where = ("on the simulator, where each CUDA thread is a Python thread"
+                 if BACKEND == "simulator" else "(the GPU's largest grid)")
+        raise ValueError(f"{name}: expected at most {limit:,} blocks of {threads_per_block} "
+                         f"threads {where}, got {value:,}")
+    return value
+
+
 def _launch(kernel, grid, block, *args) -> None:
-    # Lesson-sized problems are deliberately small; numba's "grid too small for this GPU"
-    # warning would make the same cell print differently on a GPU and on the simulator.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NumbaPerformanceWarning)
-        kernel[grid, block](*args)
+    kernel[grid, block](*args)
     cuda.synchronize()
 
 
@@ -75,12 +137,37 @@ def product_kernel(x, y, out):
 def default_blocks(n: int, threads_per_block: int) -> int:
     """Grid size used when none is given: enough blocks for one element per thread, capped.
 
-    On a GPU the cap is 32 blocks per multiprocessor (enough to keep it busy; the grid-stride
-    loop does the rest). On the simulator every thread is a Python thread, so 4 blocks that
-    loop more are much faster than many blocks that loop once.
+    On a GPU the cap is 32 blocks per multiprocessor (enough to keep every one busy; the
+    grid-stride loop does the rest). On the simulator every thread is a Python thread, so 4
+    blocks that loop more are much faster than many blocks that loop once.
     """
-    cap = 4 if BACKEND == "simulator" else 32 * int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+    n = validation.integer("n", n, minimum=0)
+    threads_per_block = gpu.block_size("threads_per_block", threads_per_block)
+    cap = 4 if BACKEND == "simulator" else 32 * multiprocessors()
     return min(gpu.blocks_to_cover(n, threads_per_block), cap)
+
+
+def multiprocessors() -> int | None:
+    """Streaming multiprocessors of this GPU; None on the simulator (it has none)."""
+    if BACKEND == "simulator":
+        return None
+    return int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+
+
+def occupancy_warnings(blocks: int = 3, threads_per_block: int = 128) -> list[str]:
+    """Launch ``product_kernel`` on ``blocks`` blocks, unfiltered; numba's warnings, as text.
+
+    On a GPU numba warns when a grid has fewer than 128 blocks; the simulator never warns.
+    """
+    tpb = gpu.block_size("threads_per_block", threads_per_block)
+    blocks = grid_blocks("blocks", blocks, tpb)
+    x = np.ones(blocks * tpb)
+    d_x, d_out = cuda.to_device(x), cuda.device_array_like(x)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _launch(product_kernel, blocks, tpb, d_x, d_x, d_out)
+    return [f"{w.category.__name__}: {w.message}" for w in caught
+            if issubclass(w.category, PERFORMANCE_WARNINGS)]
 
 
 def elementwise_product(x: np.ndarray, y: np.ndarray, *, threads_per_block: int = 128,
@@ -89,8 +176,8 @@ def elementwise_product(x: np.ndarray, y: np.ndarray, *, threads_per_block: int 
     x, y = _pair("x", x, "y", y, 1)
     validation.same_shape("x", x, "y", y)
     tpb = gpu.block_size("threads_per_block", threads_per_block)
-    blocks = default_blocks(x.size, tpb) if blocks is None else validation.positive_int(
-        "blocks", blocks)
+    blocks = default_blocks(x.size, tpb) if blocks is None else grid_blocks(
+        "blocks", blocks, tpb)
     d_x, d_y = cuda.to_device(x), cuda.to_device(y)
     d_out = cuda.device_array_like(x)
     _launch(product_kernel, blocks, tpb, d_x, d_y, d_out)
@@ -111,7 +198,7 @@ def sum_kernel(threads_per_block: int, dtype: np.dtype):
     The shared array's size must be a compile-time constant, hence one kernel per block size.
     """
     tpb = gpu.block_size("threads_per_block", threads_per_block, power_of_two=True)
-    nb_type = numba.from_dtype(np.dtype(dtype))
+    nb_type = numba.from_dtype(float_dtype("dtype", dtype))
 
     @cuda.jit
     def kernel(x, partial):
@@ -138,13 +225,14 @@ def reduce_sum(x: np.ndarray, *, threads_per_block: int = 128, blocks: int | Non
     """``x.sum()`` on the device, as a numpy scalar of x's dtype (1-D float array)."""
     x = validation.array("x", x, ndim=1, dtype=FLOAT_TYPES, contiguous=True, min_size=1)
     tpb = gpu.block_size("threads_per_block", threads_per_block, power_of_two=True)
-    blocks = default_blocks(x.size, tpb) if blocks is None else validation.positive_int(
-        "blocks", blocks)
+    blocks = default_blocks(x.size, tpb) if blocks is None else grid_blocks(
+        "blocks", blocks, tpb)
     kernel = sum_kernel(tpb, x.dtype)
     d_partial = cuda.device_array(blocks, dtype=x.dtype)
     _launch(kernel, blocks, tpb, cuda.to_device(x), d_partial)
     d_total = cuda.device_array(1, dtype=x.dtype)
-    _launch(kernel, 1, tpb, d_partial, d_total)
+    with small_grids():  # adding up the partial sums takes one block by design
+        _launch(kernel, 1, tpb, d_partial, d_total)
     return d_total.copy_to_host()[0]
 
 
@@ -158,7 +246,7 @@ def naive_matmul_kernel(dtype: np.dtype):
     Thread (x, y) of the 2-D grid computes c[y, x] from row y of a and column x of b:
     2k global loads per output, so every element of a is read p times and of b m times.
     """
-    nb_type = numba.from_dtype(np.dtype(dtype))
+    nb_type = numba.from_dtype(float_dtype("dtype", dtype))
 
     @cuda.jit
     def kernel(a, b, c):
@@ -185,7 +273,7 @@ def tiled_matmul_kernel(tile: int, dtype: np.dtype):
     b or c load zeros and skip the write, so any m, k, p work, multiples of ``tile`` or not.
     """
     tile = validation.positive_int("tile", tile, maximum=32)  # tile*tile threads <= 1024
-    nb_type = numba.from_dtype(np.dtype(dtype))
+    nb_type = numba.from_dtype(float_dtype("dtype", dtype))
 
     @cuda.jit
     def kernel(a, b, c):
@@ -242,135 +330,3 @@ def naive_matmul(a: np.ndarray, b: np.ndarray, *, tile: int = 16) -> np.ndarray:
     _launch(naive_matmul_kernel(a.dtype), grid, (tile, tile),
             cuda.to_device(a), cuda.to_device(b), d_c)
     return d_c.copy_to_host()
-
-
-# --------------------------------------------------------- transfer versus kernel time
-
-
-@dataclass(frozen=True)
-class OffloadTiming:
-    """Best-of-``repeat`` seconds for the three stages of offloading one computation.
-
-    ``device_bytes`` is what the kernel moves in device memory; ``link_bytes`` what crosses
-    the host–device link (inputs there, result back). Their ratios to ``flops`` are the two
-    arithmetic intensities of the roofline: one against device memory, one against the link.
-    """
-
-    name: str
-    backend: str
-    to_device_s: float
-    kernel_s: float
-    to_host_s: float
-    link_bytes: int
-    device_bytes: int
-    flops: int
-
-    @property
-    def transfer_s(self) -> float:
-        return self.to_device_s + self.to_host_s
-
-    @property
-    def total_s(self) -> float:
-        return self.transfer_s + self.kernel_s
-
-    @property
-    def transfer_share(self) -> float:
-        """Fraction of the end-to-end time spent copying."""
-        return self.transfer_s / self.total_s
-
-    @property
-    def link_gbps(self) -> float:
-        return self.link_bytes / self.transfer_s / 1e9
-
-    @property
-    def kernel_gbps(self) -> float:
-        return self.device_bytes / self.kernel_s / 1e9
-
-    @property
-    def kernel_gflops(self) -> float:
-        return self.flops / self.kernel_s / 1e9
-
-    @property
-    def end_to_end_gflops(self) -> float:
-        return self.flops / self.total_s / 1e9
-
-    @property
-    def link_intensity(self) -> float:
-        return self.flops / self.link_bytes
-
-    @property
-    def device_intensity(self) -> float:
-        return self.flops / self.device_bytes
-
-    def __repr__(self) -> str:
-        from mlpar.core.timing import format_seconds as fs
-
-        where = "simulator" if self.backend == "simulator" else "GPU"
-        return (
-            f"OffloadTiming({self.name} on the {where}: to device {fs(self.to_device_s)}, "
-            f"kernel {fs(self.kernel_s)}, to host {fs(self.to_host_s)}; "
-            f"copies are {100 * self.transfer_share:.3g} % of the total)"
-        )
-
-
-def _time_stages(name, inputs, out_shape, dtype, launch, flops, device_bytes, repeat):
-    repeat = validation.positive_int("repeat", repeat)
-    d_in = [cuda.to_device(v) for v in inputs]
-    d_out = cuda.device_array(out_shape, dtype=dtype)
-    host_out = np.empty(out_shape, dtype=dtype)
-    launch(*d_in, d_out)  # compile and warm up before any clock starts
-    # Copy into the already allocated device arrays: the link, not cudaMalloc, is timed.
-    to_device = timing.best_of(
-        lambda: [d.copy_to_device(v) for d, v in zip(d_in, inputs, strict=True)],
-        repeat,
-        sync=cuda.synchronize,
-    )
-    kernel = timing.best_of(lambda: launch(*d_in, d_out), repeat, sync=cuda.synchronize)
-    to_host = timing.best_of(lambda: d_out.copy_to_host(host_out), repeat, sync=cuda.synchronize)
-    link_bytes = sum(v.nbytes for v in inputs) + host_out.nbytes
-    return OffloadTiming(name, BACKEND, to_device, kernel, to_host, link_bytes,
-                         device_bytes, flops)
-
-
-def time_product(x: np.ndarray, y: np.ndarray, *, threads_per_block: int = 128,
-                 blocks: int | None = None, repeat: int = 5) -> OffloadTiming:
-    """Time copying x and y over, ``product_kernel``, and copying x·y back, separately."""
-    x, y = _pair("x", x, "y", y, 1)
-    validation.same_shape("x", x, "y", y)
-    tpb = gpu.block_size("threads_per_block", threads_per_block)
-    blocks = default_blocks(x.size, tpb) if blocks is None else validation.positive_int(
-        "blocks", blocks)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NumbaPerformanceWarning)
-        return _time_stages("elementwise product", [x, y], x.shape, x.dtype,
-                            lambda dx, dy, do: product_kernel[blocks, tpb](dx, dy, do),
-                            x.size, 3 * x.nbytes, repeat)
-
-
-def time_matmul(a: np.ndarray, b: np.ndarray, *, tile: int = 16, repeat: int = 3,
-                tiled: bool = True) -> OffloadTiming:
-    """Time copying a and b over, the (tiled or naive) matmul kernel, and copying c back.
-
-    Counts 2·m·k·p flops and, for device memory, the tiled kernel's global loads plus the
-    store of c (the naive kernel's loads when ``tiled=False``).
-    """
-    tiled = validation.flag("tiled", tiled)
-    a, b, tile, grid = _matmul_args(a, b, tile)
-    (m, k), p = a.shape, b.shape[1]
-    kernel = tiled_matmul_kernel(tile, a.dtype) if tiled else naive_matmul_kernel(a.dtype)
-    loads = gpu.matmul_global_loads(m, k, p, tile if tiled else None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NumbaPerformanceWarning)
-        return _time_stages(f"{'tiled' if tiled else 'naive'} matmul", [a, b], (m, p), a.dtype,
-                            lambda da, db, dc: kernel[grid, (tile, tile)](da, db, dc),
-                            2 * m * k * p, (loads + m * p) * a.itemsize, repeat)
-
-
-def device_copy_gbps(nbytes: int = 1 << 26, repeat: int = 5) -> float:
-    """Device-to-device copy bandwidth (read + write counted), the device memory's roof."""
-    nbytes = validation.positive_int("nbytes", nbytes)
-    src = cuda.to_device(np.ones(max(1, nbytes // 8)))
-    dst = cuda.device_array_like(src)
-    dst.copy_to_device(src)
-    seconds = timing.best_of(lambda: dst.copy_to_device(src), repeat, sync=cuda.synchronize)
-    return 2 * src.nbytes / seconds / 1e9

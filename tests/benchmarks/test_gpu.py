@@ -15,7 +15,13 @@ FIGURES = {
     "product_to_device_s": 1e-3, "product_kernel_s": 1e-4, "product_to_host_s": 5e-4,
     "product_transfer_share": 0.9375, "link_gbps": 12.0, "matmul_side": 512, "tile": 16,
     "tiled_matmul_gflops": 900.0, "naive_matmul_gflops": 300.0, "matmul_transfer_share": 0.5,
+    "register_matmul_gflops": 2000.0, "wide_matmul_gflops": 4000.0,
+    "wide_shape": "block 128×128 of C, k-step 8, 8×8 per thread (256 threads)",
     "cublas_via": None, "cublas_gflops": None, "tiled_share_of_cublas": None,
+    "wide_share_of_cublas": None, "pageable_to_device_gbps": 6.0, "pinned_to_device_gbps": 24.0,
+    "pageable_to_host_gbps": 5.0, "pinned_to_host_gbps": 25.0,
+    "pinned_product_transfer_share": 0.8, "overlap_chunks": 4, "overlap_correct": True,
+    "overlap_speedup": 1.6,
 }
 
 
@@ -34,6 +40,7 @@ def test_quick_run_without_gpu_is_labelled_simulator():
     assert figures["backend"] == "simulator" and figures["cublas_gflops"] is None
     assert set(figures) == set(FIGURES)
     assert figures["product_kernel_gbps"] > 0 and 0 < figures["product_transfer_share"] < 1
+    assert figures["overlap_correct"] is True and figures["wide_matmul_gflops"] > 0
     assert "SIMULATOR" in done.stdout and "not GPU figures" in done.stdout
 
 
@@ -43,8 +50,11 @@ def test_report_on_a_gpu_without_cublas_bindings():
     assert "62.5 % of device copy" in text
     assert "neither CuPy nor PyTorch" in text
     with_blas = dict(FIGURES, cublas_via="CuPy (cuBLAS)", cublas_gflops=1800.0,
-                     tiled_share_of_cublas=0.5)
-    assert "CuPy (cuBLAS): 1.8e+03 GFLOP/s; tiled reaches 50 % of it" in bench.report(with_blas)
+                     tiled_share_of_cublas=0.5, wide_share_of_cublas=4000.0 / 1800.0)
+    assert ("CuPy (cuBLAS): 1.8e+03 GFLOP/s; tiled reaches 50 %, wide loads 222 % of it"
+            in bench.report(with_blas))
+    assert "from pinned: 24 GB/s to device" in text and "4 chunks on streams: 1.6×" in text
+    assert "register-blocked 2e+03, wide loads 4e+03 GFLOP/s (block 128×128" in text
 
 
 def test_bad_arguments():

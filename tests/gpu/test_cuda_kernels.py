@@ -19,6 +19,8 @@ SCRIPT = textwrap.dedent('''
     gpu.choose_cuda_backend("simulator")
     import numpy as np
     from mlpar.gpu import cuda_kernels as ck
+    from mlpar.gpu import matmul as mm
+    from mlpar.gpu import transfers as tr
 
     rng = np.random.default_rng(0)
     out = {"backend": ck.BACKEND}
@@ -58,12 +60,41 @@ SCRIPT = textwrap.dedent('''
     out["naive 5x3 @ 3x6"] = close(ck.naive_matmul(a[:5, :3].copy(), b[:3, :].copy(), tile=4),
                                    a[:5, :3] @ b[:3, :], np.float32)
 
-    tp = ck.time_product(x, y, threads_per_block=32, repeat=1)
-    tm = ck.time_matmul(a, b, tile=4, repeat=1)
+    tp = tr.time_product(x, y, threads_per_block=32, repeat=1)
+    tm = tr.time_matmul(a, b, tile=4, repeat=1)
     out["timings"] = [tp.backend, tp.to_device_s > 0, tp.kernel_s > 0, tp.to_host_s > 0,
                       0 < tp.transfer_share < 1, tp.link_bytes == 3 * x.nbytes,
                       tm.flops == 2 * 6 * 5 * 3, tm.link_bytes == (30 + 15 + 18) * 4,
                       "simulator" in repr(tm)]
+
+    # steps 2 and 3 of the matmul: default and odd shapes, sizes not multiples of the tiles
+    for label, (sa, sb) in {"16x16 @ 16x16": ((16, 16), (16, 16)),
+                            "13x11 @ 11x9": ((13, 11), (11, 9)),
+                            "20x7 @ 7x33": ((20, 7), (7, 33)), "1x1 @ 1x1": ((1, 1), (1, 1))}.items():
+        a2, b2 = rng.standard_normal(sa), rng.standard_normal(sb)
+        for shape in (None, gpu.Blocking(8, 16, 4, 2, 4)):
+            tag = "default" if shape is None else "8x16"
+            out[f"register {label} {tag}"] = close(mm.register_blocked_matmul(a2, b2, shape=shape),
+                                                   a2 @ b2, np.float64)
+            out[f"wide {label} {tag}"] = close(mm.wide_matmul(a2, b2, shape=shape), a2 @ b2,
+                                               np.float64)
+    out["wide float32"] = close(mm.wide_matmul(a, b), a @ b, np.float32)
+    out["register float32"] = close(mm.register_blocked_matmul(a, b), a @ b, np.float32)
+    out["gflops"] = [mm.kernel_gflops(s, a, b, tile=4, repeat=1) > 0 for s in mm.STEPS]
+    out["cublas on simulator"] = list(mm.cublas_gflops(a, b, repeat=1)) == [None, None]
+
+    # pinned memory and streams: correct on the simulator (their times are not GPU times)
+    xo = rng.standard_normal(103)
+    yo = rng.standard_normal(103)
+    ov = tr.overlapped_product(xo, yo, chunks=3, threads_per_block=32, repeat=1)
+    out["overlap"] = [bool(np.array_equal(ov.result, xo * yo)), ov.chunks, ov.speedup > 0,
+                      "simulator" in repr(ov)]
+    lr = tr.link_rates(1 << 12, repeat=1)
+    out["link rates"] = [lr.nbytes == 4096, lr.pinned_gain > 0, "simulator" in repr(lr)]
+    tpin = tr.time_product(xo, yo, threads_per_block=32, repeat=1, pinned=True)
+    out["pinned timing"] = 0 < tpin.transfer_share < 1
+    out["chunks"] = tr.chunk_bounds(10, 3)
+    out["simulator never warns"] = ck.occupancy_warnings(3, 32) == []
 
     f = np.zeros(8)
     bad = {
@@ -81,7 +112,19 @@ SCRIPT = textwrap.dedent('''
         "matmul 1-D": lambda: ck.tiled_matmul(f, f),
         "matmul transposed view": lambda: ck.tiled_matmul(np.zeros((4, 3)).T, np.zeros((4, 2))),
         "tile 33": lambda: ck.tiled_matmul(np.zeros((2, 2)), np.zeros((2, 2)), tile=33),
-        "repeat 0": lambda: ck.time_product(f, f, repeat=0),
+        "repeat 0": lambda: tr.time_product(f, f, repeat=0),
+        "dtype None": lambda: ck.sum_kernel(32, None),
+        "dtype int": lambda: ck.tiled_matmul_kernel(4, np.int64),
+        "blocks huge": lambda: ck.elementwise_product(f, f, blocks=10**12),
+        "nbytes huge": lambda: tr.device_copy_gbps(10**15),
+        "shape not Blocking": lambda: mm.wide_matmul(np.zeros((2, 2)), np.zeros((2, 2)),
+                                                     shape=(16, 16, 4, 4, 4)),
+        "shape tm": lambda: mm.register_blocked_matmul(
+            np.zeros((2, 2)), np.zeros((2, 2)), shape=gpu.Blocking(16, 16, 4, 3, 4)),
+        "wide bk": lambda: mm.wide_matmul(np.zeros((2, 2)), np.zeros((2, 2)),
+                                          shape=gpu.Blocking(16, 16, 6, 4, 4)),
+        "chunks": lambda: tr.overlapped_product(f, f, chunks=9),
+        "step": lambda: mm.kernel_gflops("cublas", f, f),
     }
     errors = {}
     for label, func in bad.items():
@@ -146,8 +189,42 @@ def test_offload_timing_separates_stages(results):
     ("matmul transposed view", "ValueError", "a: expected a C-contiguous array"),
     ("tile 33", "ValueError", "tile: expected tile × tile <= 1024"),
     ("repeat 0", "ValueError", "repeat: expected a positive integer"),
+    ("dtype None", "TypeError", "dtype: expected float32 or float64"),
+    ("dtype int", "TypeError", "dtype: expected float32 or float64"),
+    ("blocks huge", "ValueError", "blocks: expected at most 512 blocks of 128 threads on the "
+                                  "simulator"),
+    ("nbytes huge", "ValueError", "nbytes: expected a positive integer"),
+    ("shape not Blocking", "TypeError", "shape: expected a mlpar.gpu.backend.Blocking"),
+    ("shape tm", "ValueError", "tm: expected a divisor of bm = 16, got 3"),
+    ("wide bk", "ValueError", "bk: expected bm, bn and bk to be multiples of 4"),
+    ("chunks", "ValueError", "chunks: expected a positive integer"),
+    ("step", "ValueError", "step: expected one of"),
 ])
 def test_bad_input_raises_clear_errors(results, label, kind, words):
     got_kind, message = results["errors"][label]
     assert got_kind == kind, message
     assert words in message
+
+
+@pytest.mark.parametrize("case", [
+    f"{step} {label} {tag}" for step in ("register", "wide")
+    for label in ("16x16 @ 16x16", "13x11 @ 11x9", "20x7 @ 7x33", "1x1 @ 1x1")
+    for tag in ("default", "8x16")] + ["wide float32", "register float32"])
+def test_register_blocked_and_wide_matmul_equal_numpy(results, case):
+    assert results[case] is True
+
+
+def test_every_step_is_timed_and_cublas_is_absent_on_the_simulator(results):
+    assert results["gflops"] == [True] * 4
+    assert results["cublas on simulator"] is True
+
+
+def test_pinned_memory_and_streams_give_numpys_product(results):
+    assert results["overlap"] == [True, 3, True, True]
+    assert results["link rates"] == [True, True, True]
+    assert results["pinned timing"] is True
+    assert results["chunks"] == [[0, 3], [3, 6], [6, 10]]
+
+
+def test_simulator_prints_no_occupancy_warning(results):
+    assert results["simulator never warns"] is True
