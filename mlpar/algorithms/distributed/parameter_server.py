@@ -19,7 +19,12 @@ and the server applies every pushed gradient as it arrives: w ← w − η g (Li
 Two measures of how old a gradient is are recorded for every update:
 
 * **staleness** (what SSP bounds): cᵢ − minⱼ cⱼ when worker i pulled;
-* **delay**: the number of updates the server applied between the pull and the push.
+* **delay**: the number of updates the server applied between the pull and the push (what
+  most of the asynchronous-SGD literature calls staleness, τ).
+
+``delay_scaled=True`` divides each step by 1 + its delay, η/(1 + τ): the older the gradient,
+the smaller its step, which keeps asynchronous SGD stable at step sizes where the plain rule
+diverges.
 
 ``train``: the process calling it runs the ``Server`` and ``serve`` (the loop that hands out
 work); the engine ('simulated', 'processes', 'dask') carries the messages, so the same code
@@ -52,9 +57,10 @@ class Server:
     worker had pulled, and its staleness then.
     """
 
-    def __init__(self, n_features: int, n_workers: int, *, lr: float, bound: float = np.inf):
+    def __init__(self, n_features: int, n_workers: int, *, lr: float, bound: float = np.inf,
+                 delay_scaled: bool = False):
         self.w = np.zeros(n_features)
-        self.lr, self.bound = lr, bound
+        self.lr, self.bound, self.delay_scaled = lr, bound, delay_scaled
         self.clock = np.zeros(n_workers, dtype=int)
         self.version = 0
         self.at_pull = np.zeros((n_workers, 2), dtype=int)  # (version, staleness) at last pull
@@ -68,9 +74,13 @@ class Server:
         self.at_pull[worker] = self.version, self.clock[worker] - self.clock.min()
         return self.w
 
+    def step_size(self, delay: int) -> float:
+        """η, or η/(1 + delay) with ``delay_scaled``: a stale gradient takes a smaller step."""
+        return self.lr / (1 + delay) if self.delay_scaled else self.lr
+
     def push(self, worker: int, g: np.ndarray) -> None:
-        self.w = self.w - self.lr * g
         version, staleness = self.at_pull[worker]
+        self.w = self.w - self.step_size(self.version - int(version)) * g
         self.workers.append(worker)
         self.pulled.append(int(version))
         self.staleness.append(int(staleness))
@@ -132,8 +142,9 @@ class PSResult(TrainingResult):
         )
 
 
-def _label(mode: str, bound: float) -> str:
-    return f"ssp, s={int(bound)}" if mode == "ssp" else mode
+def _label(mode: str, bound: float, delay_scaled: bool = False) -> str:
+    label = f"ssp, s={int(bound)}" if mode == "ssp" else mode
+    return label + ", η/(1+delay)" if delay_scaled else label
 
 
 def _check(X, y, lr, batch_size, n_updates, seed):
@@ -152,16 +163,18 @@ def _check(X, y, lr, batch_size, n_updates, seed):
 def train(X, y, *, mode: str = "async", staleness_bound: int | None = None,
           n_workers: int | None = None, engine="simulated", lr: float = 0.05, batch_size: int = 16,
           n_updates: int = 400, cost: CostModel | None = None, seed: int = 0,
-          address: str | None = None) -> PSResult:
+          address: str | None = None, delay_scaled: bool = False) -> PSResult:
     """Minibatch SGD on least squares through a parameter server; see the module docstring.
 
     ``n_updates`` gradients are applied in all (for 'sync', a multiple of the worker count).
     Worker i draws its minibatches (with replacement, ``batch_size`` rows of its shard) from its
     own stream ``seeding.worker_rngs(m, seed=seed)[i]``, so a run is reproducible on every
-    engine. Every argument is checked before any worker starts.
+    engine. ``delay_scaled``: each step is η/(1 + its delay) (``Server.step_size``). Every
+    argument is checked before any worker starts.
     """
     X, y, lr, batch_size, n_updates, seed = _check(X, y, lr, batch_size, n_updates, seed)
     validation.choice("mode", mode, MODES)
+    delay_scaled = validation.flag("delay_scaled", delay_scaled)
     if mode == "ssp":
         bound = validation.integer("staleness_bound", staleness_bound, minimum=0)
     elif staleness_bound is not None:
@@ -179,7 +192,7 @@ def train(X, y, *, mode: str = "async", staleness_bound: int | None = None,
         streams = seeding.worker_rngs(m, seed=seed)
         eng.start()
         eng.reset_clock()
-        server = Server(X.shape[1], m, lr=lr, bound=bound)
+        server = Server(X.shape[1], m, lr=lr, bound=bound, delay_scaled=delay_scaled)
         losses, times = [loss(X, y, server.w)], [eng.elapsed()]
 
         def send(i):  # worker i pulls the current w and starts its next gradient
@@ -195,7 +208,7 @@ def train(X, y, *, mode: str = "async", staleness_bound: int | None = None,
         serve(eng, server, send, n_updates, rounds=mode == "sync", after_push=after_push)
         pulled = np.array(server.pulled)
         return PSResult(
-            label=_label(mode, bound), weights=server.w, losses=np.array(losses),
+            label=_label(mode, bound, delay_scaled), weights=server.w, losses=np.array(losses),
             times=np.array(times), clock="virtual" if eng.name == "simulated" else "real",
             workers=np.array(server.workers), staleness=np.array(server.staleness),
             delay=np.arange(len(pulled)) - pulled, pulled=pulled, mode=mode, bound=bound,
@@ -251,13 +264,31 @@ class ServerActor(Server):
 
     An actor handles one call at a time, so ``push`` needs no lock: the order in which messages
     arrive *is* the order of the updates. It also keeps what a ``PSResult`` needs: w and the
-    time after every update, on the actor's clock.
+    time after every update, on the actor's clock, which starts at the first pull (the
+    cluster's and the actor's start-up are not training).
+
+    A worker does not wait for its push to arrive before it pulls again (as in the Ray
+    sketch), so its next pull may overtake its push: each pull therefore hands out its version
+    and staleness, and the push brings them back (``pull_versioned``, ``push_versioned``).
     """
 
     def __init__(self, n_features: int, lr: float, n_workers: int):
         super().__init__(n_features, n_workers, lr=lr)
-        self.start = time.perf_counter()
+        self.start = None
         self.ws, self.times = [self.w], [0.0]
+
+    def pull_versioned(self, worker: int) -> tuple:
+        """``(w, version, staleness)``: the current w, and what the push must report back."""
+        if self.start is None:
+            self.start = time.perf_counter()
+        w = self.pull(worker)
+        version, staleness = self.at_pull[worker]
+        return w, int(version), int(staleness)
+
+    def push_versioned(self, worker: int, g: np.ndarray, version: int, staleness: int) -> None:
+        """Apply ``g``, computed on ``version`` (pulled at ``staleness``)."""
+        self.at_pull[worker] = version, staleness
+        self.push(worker, g)
 
     def push(self, worker: int, g: np.ndarray) -> None:
         super().push(worker, g)
@@ -270,12 +301,21 @@ class ServerActor(Server):
 
 
 def _actor_worker(server, X, y, steps, seed, batch_size, worker):
-    """A worker's own loop: pull, compute, push, ``steps`` times (runs as one Dask task)."""
+    """A worker's own loop: pull, compute, push, ``steps`` times (runs as one Dask task).
+
+    One round trip per update: the pull is awaited (the gradient needs w), the push is not
+    (fire and forget, as ``server.push.remote(g)`` in Ray). The pushes are awaited only at the
+    end, so that the task ends after the server has applied all of them.
+    """
     rng = np.random.default_rng(seed)
+    pushes = []
     for _ in range(steps):
-        w = server.pull(worker).result()
+        w, version, staleness = server.pull_versioned(worker).result()
         rows = rng.integers(0, len(y), size=batch_size)
-        server.push(worker, least_squares.minibatch_gradient(X, y, w, rows)).result()
+        g = least_squares.minibatch_gradient(X, y, w, rows)
+        pushes.append(server.push_versioned(worker, g, version, staleness))
+    for push in pushes:
+        push.result()
     return steps
 
 
@@ -284,7 +324,7 @@ def train_with_actors(X, y, *, n_workers: int = 2, lr: float = 0.05, batch_size:
     """Asynchronous SGD with the server as a Dask actor and one long-running task per worker.
 
     No per-step scheduling: after start-up, workers and server exchange messages directly.
-    Times are seconds since the actor started, on the actor's clock.
+    Times are seconds since the first pull, on the actor's clock.
     """
     from mlpar.cluster.dask_cluster import dask_client
 

@@ -199,3 +199,40 @@ def test_nan_is_named_before_the_actors_start(monkeypatch):
 def test_genuine_divergence_still_blames_the_step_size():
     with pytest.raises(ValueError, match="lr: training diverged"):
         parameter_server.train(X, Y, mode="async", n_workers=4, n_updates=400, lr=50.0)
+
+
+# --- The delay-scaled step η/(1 + delay) -------------------------------------------------------
+
+
+def test_delay_scaled_steps_follow_the_recorded_delays():
+    # Replaying with η/(1 + delay) on the recorded versions rebuilds the run.
+    m, lr, b = 4, 0.2, 16
+    r = parameter_server.train(X, Y, mode="async", n_workers=m, n_updates=120, cost=STRAGGLING,
+                               lr=lr, batch_size=b, seed=5, delay_scaled=True)
+    assert r.label == "async, η/(1+delay)" and r.delay.max() > 0
+    parts = splits.shards(len(Y), m)
+    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(5).spawn(m)]
+    versions = [np.zeros(X.shape[1])]
+    for k, (i, v) in enumerate(zip(r.workers, r.pulled, strict=True)):
+        rows = streams[i].integers(0, parts[i].stop - parts[i].start, size=b)
+        g = least_squares.minibatch_gradient(X[parts[i]], Y[parts[i]], versions[v], rows)
+        versions.append(versions[-1] - lr / (1 + k - v) * g)
+    np.testing.assert_array_equal(versions[-1], r.weights)
+
+
+def test_delay_scaling_changes_nothing_without_delays():
+    plain = parameter_server.train(X, Y, mode="async", n_workers=1, n_updates=60, seed=2)
+    scaled = parameter_server.train(X, Y, mode="async", n_workers=1, n_updates=60, seed=2,
+                                    delay_scaled=True)
+    np.testing.assert_array_equal(plain.weights, scaled.weights)
+
+
+def test_delay_scaling_keeps_async_stable_where_the_plain_step_diverges():
+    cost = CostModel(alpha=20e-6, beta=1e-9, per_sample=5e-6, jitter=1.0, seed=0)
+    options = dict(mode="async", n_workers=16, n_updates=1200, lr=0.1, batch_size=32, cost=cost)
+    with pytest.raises(ValueError, match="lr: training diverged"):
+        parameter_server.train(X, Y, **options)
+    r = parameter_server.train(X, Y, delay_scaled=True, **options)
+    assert np.isfinite(r.final_loss) and r.final_loss < r.losses[0]
+    with pytest.raises(TypeError, match="delay_scaled"):
+        parameter_server.train(X, Y, delay_scaled="yes")
