@@ -48,3 +48,50 @@ def test_parallel_cv_claim_reads_a_strong_curve_it_is_given():
     for wrong in ("1.8", scaled, SpeedupCurve(workers=(1, 4), samples=((2.0, 0.6),))):
         with pytest.raises(TypeError, match="curve"):
             c03.parallel_cv_speeds_up(curve=wrong)
+
+
+def test_lesson_00_and_03_speedup_claims_do_not_apply_on_one_core(monkeypatch):
+    from mlpar.claims import l00_index as l00
+    from mlpar.core import environment
+
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=1")
+    for claim in (l00.blas_threads_speed_up_a_large_product(quick=True),
+                  l00.large_products_gain_more_than_small_ones(quick=True),
+                  l03.parallel_cv_speeds_up(quick=True),
+                  l03.nogil_threads_beat_python_threads(quick=True),
+                  l03.processes_escape_the_gil(quick=True)):
+        assert claim.held is None and "needs at least 2 usable cores, this process may use 1" \
+            in claim.not_applicable
+        assert repr(claim).startswith(f"n/a [{claim.lesson}]")
+    # bit-identical scores are not a speedup: they hold on one core too
+    assert l03.parallel_cv_gives_identical_scores(quick=True).held is True
+
+
+def test_lesson_00_claims_do_not_apply_when_blas_runs_one_thread(monkeypatch):
+    from mlpar.claims import l00_index as l00
+    from mlpar.core import environment
+
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=4")
+    monkeypatch.setattr(environment, "blas_info",
+                        lambda: [{"library": "openblas", "version": "0.3", "threads": 1}])
+    claim = l00.blas_threads_speed_up_a_large_product(quick=True)
+    assert claim.held is None and "needs BLAS with at least 2 threads" in claim.not_applicable
+
+
+def test_the_cv_claim_names_its_job_and_wants_an_even_one():
+    from mlpar.cpu.scaling_laws import SpeedupCurve
+
+    curve = SpeedupCurve(workers=(1, 2, 4), samples=((4.0, 2.1, 1.2),))
+    assert "CV of 20 fits on 2 processes" in repr(l03.parallel_cv_speeds_up(curve=curve, n_fits=20))
+    for odd in (5, 15):
+        with pytest.raises(ValueError, match="n_fits: expected an even number"):
+            l03.parallel_cv_speeds_up(curve=curve, n_fits=odd)
+
+
+def test_lesson_04_thread_claims_do_not_apply_on_one_core(monkeypatch):
+    from mlpar.core import environment
+
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=1")
+    for claim in (l04.lock_free_beats_locked(quick=True), l04.races_grow_with_density(quick=True)):
+        assert claim.held is None and "cores" in claim.not_applicable
+        assert repr(claim).startswith("n/a [04]")
