@@ -1,4 +1,4 @@
-"""Command line of the course tooling: ``python -m mlpar.course run|nav|student``."""
+"""Command line of the course tooling: ``python -m mlpar.course run|nav|student|grade|tag-grading``."""
 
 from __future__ import annotations
 
@@ -23,7 +23,19 @@ def main(argv: list[str] | None = None) -> int:
     p_student = sub.add_parser("student", help="build the student edition (make student: into student/)")
     p_student.add_argument("outdir", type=Path)
     p_student.add_argument("--check", action="store_true", help="only report files that are out of date")
+    _grading_commands(sub)
     args = parser.parse_args(argv)
+
+    if args.command == "grade":
+        return _grade(args)
+    if args.command == "tag-grading":
+        from mlpar.course.grading.tagging import tag_notebooks
+        from mlpar.course.lessons import lesson_paths
+
+        stale = tag_notebooks(args.notebooks or lesson_paths(), write=not args.check)
+        for path in stale:
+            print(("stale: " if args.check else "tagged: ") + str(path))
+        return 1 if (args.check and stale) else 0
 
     if args.command == "run":
         for path in args.notebooks:
@@ -46,6 +58,51 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for path in written:
         print(path)
+    return 0
+
+
+def _grading_commands(sub) -> None:
+    from mlpar.course.grading.report import FLAGS
+
+    p = sub.add_parser(
+        "grade", help="grade a class's notebooks into a CSV",
+        description="Grade every notebook under SUBMISSIONS (one folder per student, or a flat LMS "
+                    "export) against the official lessons; see the README's grading section.",
+        epilog="flags: " + "; ".join(f"{k}: {v}" for k, v in FLAGS.items()))
+    p.add_argument("submissions", type=Path)
+    p.add_argument("--out", type=Path, required=True, help="grades CSV, one row per exercise")
+    p.add_argument("--summary", type=Path, help="one row per student (default: OUT's name + _summary)")
+    p.add_argument("--feedback", type=Path, help="folder for one markdown file per student")
+    p.add_argument("--jobs", type=int, default=1, help="submissions graded at once here (default 1)")
+    p.add_argument("--scheduler", help="address of an existing Dask scheduler to grade on")
+    p.add_argument("--timeout", type=float, default=300.0, help="wall-clock seconds per notebook")
+    p.add_argument("--memory", type=int, default=4096, help="address-space limit per notebook, MB")
+    p.add_argument("--resume", action="store_true", help="skip files whose sha256 OUT already has")
+    p.add_argument("--seed", type=int, help="the checks' seed (default: drawn for this run)")
+    p.add_argument("--official", type=Path, help="instructor notebooks (default: the course's)")
+    p_tag = sub.add_parser("tag-grading", help="tag the cells grading mode runs (idempotent)")
+    p_tag.add_argument("notebooks", nargs="*", type=Path)
+    p_tag.add_argument("--check", action="store_true", help="only report notebooks out of date")
+
+
+def _grade(args) -> int:
+    from mlpar.course.grading.grade import GraderError, Options, grade
+
+    if args.timeout <= 0 or args.memory < 256 or args.jobs < 1:
+        print("refused: --timeout must be > 0, --memory at least 256 (MB), --jobs at least 1",
+              file=sys.stderr)
+        return 2
+    options = Options(timeout=args.timeout, memory_mb=args.memory)
+    if args.seed is not None:
+        options.seed = args.seed
+    summary = args.summary or args.out.with_name(args.out.stem + "_summary.csv")
+    try:
+        grade(args.submissions, args.out, official=args.official, jobs=args.jobs,
+              scheduler=args.scheduler, options=options, resume=args.resume, summary=summary,
+              feedback=args.feedback)
+    except GraderError as exc:
+        print(f"grader could not run: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -60,11 +60,20 @@ def strip_solutions(source: str) -> str:
     return "\n".join(out)
 
 
-def student_notebook(nb):
-    """A copy of ``nb`` with solutions stripped and their (and their checks') outputs cleared."""
+def student_notebook(nb, lesson: str | None = None):
+    """A copy of ``nb`` with solutions stripped and their (and their checks') outputs cleared.
+
+    ``lesson`` (the file's stem, ``04_hogwild``) is written into the notebook's metadata as
+    ``metadata["mlpar"]``, with the edition and the course's version, so the grader knows a
+    submitted notebook's lesson whatever the student renamed the file to.
+    """
     import copy
 
+    from mlpar import __version__
+
     nb = copy.deepcopy(nb)
+    if lesson is not None:
+        nb.metadata["mlpar"] = {"lesson": lesson, "edition": "student", "version": __version__}
     clear_next = False
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -101,7 +110,7 @@ def expected_files(folder: Path = NOTEBOOKS) -> dict[str, str]:
 
     files = {"README.md": README}
     for path in lesson_paths(folder):
-        files[path.name] = nbformat.writes(student_notebook(read_notebook(path))) + "\n"
+        files[path.name] = nbformat.writes(student_notebook(read_notebook(path), path.stem)) + "\n"
     return files
 
 

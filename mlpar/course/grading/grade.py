@@ -1,0 +1,239 @@
+"""Grading a class: find submissions, rebuild each, run it in a sandbox, write the grades.
+
+:func:`grade` is ``python -m mlpar.course grade``. The lessons are read from the instructor's
+notebooks (their student edition is built in memory, so a stale ``student/`` folder cannot
+skew a grade). Each submission runs in its own process (:mod:`~mlpar.course.grading.sandbox`),
+``jobs`` at a time here, or on the workers of an existing Dask cluster (``scheduler``). One
+random seed is drawn per grading run and handed to every check (``MLPAR_GRADING_SEED``).
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mlpar.course.grading import report, sandbox, submissions
+from mlpar.course.grading.plan import LessonPlan, cell_source, lesson_plan
+from mlpar.course.grading.rebuild import rebuild
+
+
+class GraderError(RuntimeError):
+    """The grader itself cannot run (not a student's fault): exit code 2."""
+
+
+def official_plans(folder: Path) -> dict[str, tuple[LessonPlan, list]]:
+    """lesson stem -> (plan on the official student edition, the instructor's cells)."""
+    import json
+
+    import nbformat
+
+    from mlpar.course.lessons import lesson_paths
+    from mlpar.course.student_edition import student_notebook
+
+    plans = {}
+    for path in lesson_paths(Path(folder)):
+        instructor = json.loads(path.read_text(encoding="utf-8"))
+        cells = instructor["cells"]
+        for cell in cells:
+            cell["source"] = cell_source(cell)
+        # from_dict, not reads: the instructor's notebooks are trusted; validating costs seconds
+        student = json.loads(json.dumps(student_notebook(nbformat.from_dict(instructor))))
+        plan = lesson_plan(path.stem, cells)
+        plan.cells = student["cells"]
+        if plan.exercises:
+            plans[path.stem] = (plan, cells)
+    if not plans:
+        raise GraderError(f"official: no lesson with exercises in {folder}")
+    return plans
+
+
+@dataclass
+class Options:
+    timeout: float = 300.0
+    memory_mb: int = 4096
+    seed: int = field(default_factory=lambda: 1 + secrets.randbelow(2**31 - 2))
+
+
+def _row(sub, exercise: str, passed: bool, message: str, flags, seconds: float = 0.0) -> dict:
+    return {"student": sub.student, "lesson": sub.lesson or "", "exercise": exercise,
+            "passed": int(bool(passed)), "message": message, "flags": report.flag_text(flags),
+            "seconds": f"{seconds:.2f}", "sha256": sub.sha256, "file": sub.path.name}
+
+
+def prepare(sub, plans, options: Options):
+    """``(job, rebuilt)`` to run, or ``(None, error rows)`` for a file that cannot be graded."""
+    if sub.error:
+        return None, [_row(sub, "", False, sub.error, ["error"])]
+    plan, instructor = plans[sub.lesson]
+    rebuilt = rebuild(plan, sub.notebook, options.seed, instructor)
+    solved_somewhere = any(c["kind"] == "solution" for c in rebuilt.job["cells"])
+    if not rebuilt.matched_any and not solved_somewhere:
+        return None, [_row(sub, "", False, f"{sub.path.name}: does not look like lesson {sub.lesson} of "
+                           "this course (none of its cells is a cell of the lesson)", ["error"])]
+    return rebuilt, []
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def rows_from(sub, plan: LessonPlan, rebuilt, outcome: sandbox.Outcome, options: Options) -> list[dict]:
+    """One row per exercise of the lesson, from what the grading process reported."""
+    checks = {e["exercise"]: e for e in outcome.events if e.get("event") == "check"}
+    during = outcome.last_started()
+    where = f" while running exercise {during}" if during else ""
+    memory_hint = any(s in outcome.output for s in ("MemoryError", "bad_alloc", "Cannot allocate memory",
+                                                     "std::bad_alloc", "out of memory"))
+    rows = []
+    for e in plan.exercises:
+        flags = list(rebuilt.flags)
+        if e.name in rebuilt.tampering:
+            flags.append("tampering")
+        event = checks.get(e.name)
+        if event is not None:
+            flags += event.get("flags", [])
+            message = event.get("message", "")
+            if event.get("passed") and "tampering" in flags:
+                found = rebuilt.tampering.get(e.name) or event.get("detail") or []
+                message = f"passed; flagged: {found[0]}" if found else message
+            rows.append(_row(sub, e.name, event.get("passed"), message, flags, event.get("seconds", 0.0)))
+            continue
+        if outcome.timed_out:
+            flags.append("timeout")
+            message = f"timeout: stopped at the {options.timeout:g} s wall-clock limit{where}"
+        elif memory_hint:
+            flags.append("memory")
+            message = f"memory: ran past the {options.memory_mb} MB address-space limit{where}"
+        elif outcome.returncode is not None and outcome.returncode < 0:
+            flags.append("crashed")
+            message = f"crashed: the grading process died with {_signal_name(outcome.returncode)}{where}"
+        elif not outcome.finished:
+            flags.append("crashed")
+            message = (f"crashed: the grading process exited with code {outcome.returncode} before "
+                       f"this check ran{where} (os._exit or sys.exit in a solution?)")
+        else:
+            flags.append("error")
+            message = "error: the grading process finished without running this check"
+        rows.append(_row(sub, e.name, False, message, flags))
+    return rows
+
+
+def notes_of(rebuilt, outcome) -> list[str]:
+    notes = list(rebuilt.notes)
+    for name, found in rebuilt.tampering.items():
+        notes += [f"tampering in the solution of {name}: {f}" for f in found]
+    for event in outcome.events:
+        notes += [f"{event.get('exercise')}: {d}" for d in event.get("detail", [])]
+    return notes
+
+
+def verify_workers(client) -> None:
+    """A clear error unless every Dask worker has this version of mlpar (before any grading)."""
+    try:
+        from mlpar.cluster import dask_cluster
+
+        theirs = getattr(dask_cluster, "verify_workers", None)
+    except ImportError:
+        theirs = None
+    if theirs is not None:
+        theirs(client)
+        return
+    import importlib.metadata
+
+    mine = importlib.metadata.version("mlpar")
+    found = client.run(importlib.metadata.version, "mlpar", on_error="return")
+    if not found:
+        raise GraderError("scheduler: the cluster has no workers")
+    wrong = {w: v for w, v in found.items() if v != mine}
+    if wrong:
+        described = ", ".join(f"{w}: {'no mlpar' if isinstance(v, BaseException) else 'mlpar ' + str(v)}"
+                              for w, v in sorted(wrong.items(), key=lambda kv: kv[0]))
+        raise GraderError(f"scheduler: every worker needs mlpar {mine} installed; {described}")
+
+
+def grade(folder: Path, out: Path, *, official: Path | None = None, jobs: int = 1,
+          scheduler: str | None = None, options: Options | None = None, resume: bool = False,
+          summary: Path | None = None, feedback: Path | None = None, echo=print) -> list[dict]:
+    """Grade every notebook under ``folder`` into ``out``; return the rows of this run."""
+    from mlpar.course.lessons import NOTEBOOKS
+
+    options = options or Options()
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise GraderError(f"submissions: expected a folder of notebooks, got {folder}")
+    if jobs < 1:
+        raise GraderError(f"jobs: expected 1 or more, got {jobs}")
+    plans = official_plans(official or NOTEBOOKS)
+    lessons = sorted(plans)
+    book = report.GradeBook(out, resume=resume)
+    found = [submissions.read(s, lessons) for s in submissions.find(folder, lessons)]
+    todo = [s for s in found if s.sha256 not in book.done]
+    echo(f"grading {len(todo)} notebook(s) of {len({s.student for s in found})} student(s)"
+         + (f", {len(found) - len(todo)} already graded" if len(found) > len(todo) else "")
+         + f"; seed {options.seed}")
+    rows_all, notes = [], {}
+
+    def finish(sub, rows, seconds):
+        book.add(rows)
+        rows_all.extend(rows)
+        got = sum(r["passed"] for r in rows if r["exercise"])
+        total = sum(1 for r in rows if r["exercise"])
+        flags = sorted({f for r in rows for f in r["flags"].split(";") if f})
+        echo(f"  {sub.student:<16} {sub.lesson or '?':<22} {got}/{total}  {seconds:5.1f} s"
+             + (f"  [{', '.join(flags)}]" if flags else ""))
+
+    prepared = []
+    for sub in todo:
+        rebuilt, rows = prepare(sub, plans, options)
+        if rebuilt is None:
+            finish(sub, rows, 0.0)
+        else:
+            prepared.append((sub, rebuilt))
+
+    def complete(sub, rebuilt, outcome):
+        rows = rows_from(sub, plans[sub.lesson][0], rebuilt, outcome, options)
+        notes[sub.sha256] = notes_of(rebuilt, outcome)
+        finish(sub, rows, outcome.seconds)
+
+    started = time.monotonic()
+    if scheduler:
+        _grade_on_cluster(scheduler, prepared, options, complete)
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(sandbox.run_job, r.job, timeout=options.timeout,
+                                   memory_mb=options.memory_mb): (s, r) for s, r in prepared}
+            for future in as_completed(futures):
+                complete(*futures[future], future.result())
+    everything = report.read_rows(out)
+    if summary:
+        report.write_summary(everything, summary)
+    if feedback:
+        report.write_feedback(everything, feedback, notes)
+    echo(f"graded in {time.monotonic() - started:.1f} s: {len(rows_all)} row(s) -> {out}"
+         + (f"; summary -> {summary}" if summary else "") + (f"; feedback -> {feedback}/" if feedback else ""))
+    return rows_all
+
+
+def _grade_on_cluster(address: str, prepared, options: Options, complete) -> None:
+    try:
+        from distributed import Client, as_completed as dask_completed
+    except ImportError as exc:
+        raise GraderError("scheduler: Dask's distributed package is not installed") from exc
+    try:
+        client = Client(address, timeout="10s")
+    except OSError as exc:
+        raise GraderError(f"scheduler: cannot reach the Dask scheduler at {address}: {exc}") from exc
+    with client:
+        verify_workers(client)
+        futures = {client.submit(sandbox.run_job, rebuilt.job, timeout=options.timeout,
+                                 memory_mb=options.memory_mb, pure=False): (sub, rebuilt)
+                   for sub, rebuilt in prepared}
+        for future in dask_completed(list(futures)):
+            complete(*futures[future], future.result())

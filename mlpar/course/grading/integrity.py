@@ -1,0 +1,181 @@
+"""Keeping a grade about what the student wrote: a static scan and a run-time snapshot.
+
+``scan`` reads a solution cell before it runs and names every line that reaches for the
+grading machinery: assigning to (or deleting) an attribute of an imported module, ``setattr``
+or ``delattr`` on one, ``vars(module)[...] =``, and any use of ``sys.modules``, ``builtins``,
+``__builtins__``, ``importlib``, ``__import__``, ``__code__``, ``__globals__``, ``os._exit``,
+``sys.exit``, ``exit()``/``quit()``, ``ctypes`` or ``gc``. The cell still runs as written; the
+grader flags it ``tampering``.
+
+``Snapshot`` is taken in the grading process after the official set-up cells and before the
+first line of student code. Before each check, ``restore`` puts back every module attribute
+that student code replaced or deleted (``math.isclose``, ``numpy.allclose``, a check's helper)
+and every function of ``mlpar`` whose code or defaults were swapped, and returns what it
+found. A check whose own module was altered fails (:func:`check_altered`).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import types
+
+from mlpar.course.grading.plan import bindings
+
+# Names whose mere use in a solution cell reaches for the machinery of the run itself.
+_FORBIDDEN_NAMES = {"builtins", "__builtins__", "importlib", "__import__", "ctypes", "gc"}
+_FORBIDDEN_ATTRIBUTES = {"__code__", "__globals__", "__defaults__", "__kwdefaults__", "__dict__",
+                         "__builtins__", "_getframe", "f_globals", "f_back"}
+_FORBIDDEN_CALLS = {("os", "_exit"), ("sys", "exit"), ("os", "kill"), ("os", "killpg"),
+                    ("os", "abort"), ("os", "fork")}
+
+
+def _root(node) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def scan(source: str, modules: set[str]) -> list[str]:
+    """What in ``source`` touches the grading machinery, one finding per line (empty: nothing).
+
+    ``modules``: names bound to imported modules in the lesson (``np``, ``math``, ``exercises``);
+    the cell's own imports and aliases of those names (``ex = exercises``) are added.
+    """
+    from mlpar.course.grading.plan import parse
+
+    tree = parse(source)
+    if tree is None:
+        return []
+    modules = set(modules) | set(bindings(tree).imports)
+    for node in ast.walk(tree):  # aliases: ex = exercises
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
+                and node.value.id in modules):
+            modules |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    found = []
+
+    def note(node, what):
+        found.append(f"line {getattr(node, 'lineno', '?')}: {what}")
+
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:
+            base = target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else None
+            if isinstance(target, ast.Attribute) and _root(target) in modules:
+                note(node, f"assigns to {ast.unparse(target)}, an attribute of an imported module")
+            elif (isinstance(target, ast.Subscript) and isinstance(base, ast.Call)
+                  and isinstance(base.func, ast.Name) and base.func.id in {"vars", "globals"}):
+                note(node, f"writes into {ast.unparse(base)}")
+        if isinstance(node, ast.Name) and node.id in _FORBIDDEN_NAMES:
+            note(node, f"uses {node.id}")
+        elif isinstance(node, ast.Attribute):
+            if node.attr in _FORBIDDEN_ATTRIBUTES:
+                note(node, f"uses {ast.unparse(node)}")
+            elif node.attr == "modules" and _root(node) == "sys":
+                note(node, "uses sys.modules")
+            elif isinstance(node.value, ast.Name) and (node.value.id, node.attr) in _FORBIDDEN_CALLS:
+                note(node, f"uses {node.value.id}.{node.attr}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            name = node.func.id
+            if name in {"setattr", "delattr"} and node.args:
+                first = node.args[0]
+                if not isinstance(first, ast.Name) or first.id in modules:
+                    note(node, f"calls {name} on {ast.unparse(first)}")
+            elif name in {"exit", "quit"}:
+                note(node, f"calls {name}()")
+    return sorted(set(found), key=lambda s: (int(s.split()[1].rstrip(":")) if s.split()[1][0].isdigit()
+                                             else 0, s))
+
+
+# --- at run time, inside the grading process ---------------------------------------------------
+
+_FUNCTION_PARTS = ("__code__", "__defaults__", "__kwdefaults__")
+_MISSING = object()
+
+
+def _ours(name: str) -> bool:
+    return name == "mlpar" or name.startswith("mlpar.")
+
+
+class Snapshot:
+    """Module namespaces (by identity) and ``mlpar``'s function code, to restore before a check."""
+
+    def __init__(self):
+        self.modules: dict[str, tuple[types.ModuleType, dict]] = {}
+        self.functions: dict[int, tuple[object, str, tuple]] = {}
+        self.classes: dict[int, tuple[type, str, dict]] = {}
+        for name, module in list(sys.modules.items()):
+            if isinstance(module, types.ModuleType):
+                self.modules[name] = (module, dict(vars(module)))
+                if _ours(name):
+                    self._remember_code(name, module)
+
+    def _remember_code(self, name, module):
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, types.FunctionType):
+                self.functions[id(value)] = (value, f"{name}.{attr}",
+                                             tuple(getattr(value, p) for p in _FUNCTION_PARTS))
+            elif isinstance(value, type) and value.__module__ == name:
+                self.classes[id(value)] = (value, f"{name}.{attr}", dict(vars(value)))
+                for key, member in vars(value).items():
+                    if isinstance(member, types.FunctionType):
+                        self.functions[id(member)] = (member, f"{name}.{attr}.{key}",
+                                                      tuple(getattr(member, p) for p in _FUNCTION_PARTS))
+
+    def restore(self) -> list[str]:
+        """Put back what student code changed; return ``"what changed"`` lines (empty: nothing)."""
+        changed = []
+        for name, (module, before) in self.modules.items():
+            if sys.modules.get(name) is not module:
+                changed.append(f"sys.modules[{name!r}] replaced")
+                sys.modules[name] = module
+            now = vars(module)
+            for attr, old in before.items():
+                new = now.get(attr, _MISSING)
+                if new is old or (attr.startswith("__") and attr.endswith("__")):
+                    continue
+                if _watched(name, old, new):
+                    changed.append(f"{name}.{attr} {'deleted' if new is _MISSING else 'replaced'}")
+                    setattr(module, attr, old)
+        for function, label, parts in self.functions.values():
+            if tuple(getattr(function, p) for p in _FUNCTION_PARTS) != parts:
+                changed.append(f"{label}: its code or defaults were swapped")
+                for part, value in zip(_FUNCTION_PARTS, parts):
+                    setattr(function, part, value)
+        for cls, label, before in self.classes.values():
+            now = dict(vars(cls))
+            for key in set(before) | set(now):
+                old, new = before.get(key, _MISSING), now.get(key, _MISSING)
+                if key in {"__dict__", "__weakref__", "__doc__"} or new is old:
+                    continue
+                if not any(callable(v) or isinstance(v, (staticmethod, classmethod, property))
+                           for v in (old, new) if v is not _MISSING):
+                    continue  # data a check keeps on its own classes (a log of calls)
+                changed.append(f"{label}.{key} changed")
+                if key in before:
+                    setattr(cls, key, before[key])
+                else:
+                    delattr(cls, key)
+        return changed
+
+
+def _watched(module: str, old, new) -> bool:
+    """A change worth restoring: in ``mlpar``, ``builtins``, ``math``, or of a callable or module.
+
+    Libraries keep plain data in their modules' globals (caches, counters, lazily filled
+    settings) and change it as they run; those are left alone.
+    """
+    if _ours(module) or module in {"builtins", "math", "operator", "functools"}:
+        return True
+    return any(callable(v) or isinstance(v, types.ModuleType) for v in (old, new) if v is not _MISSING)
+
+
+def check_altered(changes: list[str], check_module: str) -> list[str]:
+    """The changes that touched the check's own module or the shared check helpers."""
+    shared = "mlpar.exercises"
+    return [c for c in changes if c.startswith((check_module + ".", shared + ".", f"sys.modules['{shared}"))
+            or c.startswith(f"sys.modules[{check_module!r}]")]

@@ -1,0 +1,139 @@
+"""What grading writes: the grades CSV, the per-student summary, and feedback for each student.
+
+``grades.csv`` has one row per student × lesson × exercise (:data:`COLUMNS`); a file that could
+not be graded has one row with an empty exercise and the flag ``error``. It is appended to as
+each submission is graded, so ``--resume`` can skip every submission whose sha256 it already
+holds. The summary (:func:`write_summary`) has one row per student: points per lesson (the best
+of the student's submissions of that lesson), the total and the points possible.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import threading
+from collections import defaultdict
+from pathlib import Path
+
+COLUMNS = ["student", "lesson", "exercise", "passed", "message", "flags", "seconds", "sha256", "file"]
+
+# The fixed vocabulary of the ``flags`` column (``;``-separated).
+FLAGS = {
+    "tampering": "a solution cell reaches for the grading machinery (module attributes, sys.modules, "
+                 "builtins, importlib, __code__, os._exit, sys.exit, ...) or changed a module at run "
+                 "time; what it changed was put back before the check",
+    "extra_cells": "the notebook has code cells the student added; they were not run",
+    "edited_cells": "a locked cell was changed or deleted; the official one was run instead",
+    "missing_solution": "no cell defines the exercise's function; it counts as not done",
+    "timeout": "the submission ran past the wall-clock limit (--timeout) and was stopped",
+    "memory": "the submission ran past the address-space limit (--memory)",
+    "crashed": "the grading process died or exited (a segfault, os._exit, a kill) before the check",
+    "error": "the file could not be graded (not a notebook, no lesson, too big); see the message",
+}
+
+
+def flag_text(flags) -> str:
+    ordered = [f for f in FLAGS if f in set(flags)]
+    return ";".join(ordered)
+
+
+class GradeBook:
+    """The grades CSV, appended to row by row from any thread."""
+
+    def __init__(self, path: Path, resume: bool = False):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self.done: set[str] = graded_hashes(self.path) if resume else set()
+        if not resume or not self.path.exists() or self.path.stat().st_size == 0:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "w", newline="", encoding="utf-8") as f:
+                csv.writer(f).writerow(COLUMNS)
+
+    def add(self, rows: list[dict]) -> None:
+        with self._lock, open(self.path, "a", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, COLUMNS)
+            for row in rows:
+                writer.writerow({k: row.get(k, "") for k in COLUMNS})
+
+
+def read_rows(path: Path) -> list[dict]:
+    if not Path(path).exists():
+        return []
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def graded_hashes(path: Path) -> set[str]:
+    return {row["sha256"] for row in read_rows(path) if row.get("sha256")}
+
+
+def points(rows: list[dict]) -> dict[str, dict[str, tuple[int, int]]]:
+    """student -> lesson -> (points, possible), the best of the student's files of a lesson."""
+    per_file: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    for row in rows:
+        key = (row["student"], row["lesson"], row["sha256"])
+        if row["exercise"]:
+            per_file[key][0] += int(row["passed"])
+            per_file[key][1] += 1
+        else:
+            per_file[key]  # an error row: a file worth nothing  # noqa: B018
+    best: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
+    for (student, lesson, _), (got, possible) in per_file.items():
+        old = best[student].get(lesson or "unknown")
+        if old is None or (got, possible) > old:
+            best[student][lesson or "unknown"] = (got, possible)
+    return best
+
+
+def write_summary(rows: list[dict], path: Path) -> None:
+    """One row per student: points per lesson, total, and the points possible."""
+    best = points(rows)
+    lessons = sorted({lesson for per in best.values() for lesson in per})
+    possible = {lesson: max((per[lesson][1] for per in best.values() if lesson in per), default=0)
+                for lesson in lessons}
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", *lessons, "total", "possible"])
+        for student in sorted(best):
+            got = [best[student].get(lesson, (0, 0))[0] for lesson in lessons]
+            writer.writerow([student, *got, sum(got), sum(possible.values())])
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "student"
+
+
+def write_feedback(rows: list[dict], folder: Path, notes: dict | None = None) -> list[Path]:
+    """One markdown file per student: each exercise's result and the check's message."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    by_student: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_student[row["student"]].append(row)
+    written = []
+    for student, mine in sorted(by_student.items()):
+        lines = [f"# Feedback for {student}", ""]
+        for file in sorted({r["file"] for r in mine}):
+            these = [r for r in mine if r["file"] == file]
+            exercises = [r for r in these if r["exercise"]]
+            lesson = these[0]["lesson"] or "unknown lesson"
+            got = sum(int(r["passed"]) for r in exercises)
+            lines += [f"## {lesson} ({file}): {got} of {len(exercises)}", ""]
+            if not exercises:
+                lines += [f"Not graded: {these[0]['message']}", ""]
+                continue
+            lines += ["| exercise | result | message |", "|---|---|---|"]
+            for r in exercises:
+                mark = "✓ passed" if r["passed"] == "1" or r["passed"] == 1 else "✗ not passed"
+                text = str(r["message"]).replace("|", "\\|")
+                lines.append(f"| {r['exercise']} | {mark} | {text} |")
+            flags = sorted({f for r in these for f in str(r["flags"]).split(";") if f})
+            if flags:
+                lines += ["", "Flags:"] + [f"- `{f}`: {FLAGS.get(f, f)}" for f in flags]
+            for note in (notes or {}).get(these[0]["sha256"], []):
+                lines.append(f"  - {note}")
+            lines.append("")
+        path = folder / f"{_safe(student)}.md"
+        path.write_text("\n".join(lines), encoding="utf-8")
+        written.append(path)
+    return written
