@@ -198,3 +198,39 @@ def test_pictures_draw_and_validate():
 def test_published_figures_name_their_source():
     assert gpu.T4.fp32_gflops > 0 and gpu.T4.link_gbps > 0
     assert "data sheet" in gpu.T4.source
+
+
+def test_occupancy_arithmetic_of_the_lesson():
+    # a grid of 3 blocks on an H100 leaves 129 of its 132 multiprocessors without work
+    assert gpu.idle_multiprocessors(3, gpu.H100_MULTIPROCESSORS) == 129
+    assert gpu.idle_multiprocessors(500, 132) == 0
+    assert gpu.blocks_to_fill(132) == 132 and gpu.blocks_to_fill(132, 4) == 528
+    assert gpu.NUMBA_LOW_OCCUPANCY_BLOCKS == 128
+    with pytest.raises(ValueError, match="multiprocessors"):
+        gpu.idle_multiprocessors(3, 0)
+    with pytest.raises(TypeError, match="blocks_per_multiprocessor"):
+        gpu.blocks_to_fill(132, 1.5)
+
+
+def test_blocking_shapes():
+    shape = gpu.blocking(128, 128, 8, 8, 8)
+    assert shape.threads == 256 and shape.shared_bytes(4) == 8192
+    assert str(shape) == "block 128×128 of C, k-step 8, 8×8 per thread (256 threads)"
+    # each element of A is read once per block column, of B once per block row
+    assert shape.global_loads(256, 64, 256) == 4 * 8 * (128 + 128) * 8
+    assert gpu.blocking(16, 16, 4, 4, 4).threads == 16  # one part-filled warp is allowed
+    assert gpu.blocking(8, 16, 4, 2, 4, wide=True).threads == 16
+
+
+@pytest.mark.parametrize("args, kwargs, match", [
+    ((128, 128, 8, 3, 8), {}, "tm: expected a divisor of bm = 128, got 3"),
+    ((128, 128, 8, 8, 6), {}, "tn: expected a divisor of bn = 128"),
+    ((128, 128, 8, 2, 2), {}, "at most 1024 and whole warps"),  # 4096 threads
+    ((96, 64, 8, 8, 16), {}, "whole warps of 32"),  # 12 · 4 = 48 threads
+    ((128, 128, 64, 8, 8), {}, "bk: expected .* <= 49152 bytes"),  # 64 KiB of float32
+    ((128, 128, 6, 8, 8), {"wide": True}, "multiples of 4"),
+    ((0, 128, 8, 8, 8), {}, "bm: expected a positive integer"),
+])
+def test_blocking_refuses_shapes_a_gpu_cannot_run(args, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        gpu.blocking(*args, **kwargs)

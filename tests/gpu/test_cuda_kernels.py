@@ -96,6 +96,25 @@ SCRIPT = textwrap.dedent('''
     out["chunks"] = tr.chunk_bounds(10, 3)
     out["simulator never warns"] = ck.occupancy_warnings(3, 32) == []
 
+    # small_grids silences numba's occupancy warning, of numba's class and of numba-cuda's own
+    # copy of it (faked here), and nothing else; outside the block the warning is back
+    import sys, types, warnings
+    fake = types.ModuleType("numba.cuda.core.errors")
+    fake.NumbaPerformanceWarning = type("NumbaPerformanceWarning", (UserWarning,), {})
+    sys.modules["numba.cuda.core.errors"] = fake
+    ck.PERFORMANCE_WARNINGS = ck._performance_warning_classes()
+    text = "Grid size 3 will likely result in GPU under-utilization due to low occupancy."
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ck.small_grids():
+            for category in ck.PERFORMANCE_WARNINGS:
+                warnings.warn(text, category)
+                warnings.warn("Host array used in CUDA kernel will incur copy overhead",
+                              category)
+            warnings.warn("something else", UserWarning)
+        warnings.warn(text, fake.NumbaPerformanceWarning)
+    out["small grids"] = [len(ck.PERFORMANCE_WARNINGS), [str(w.message)[:10] for w in caught]]
+
     f = np.zeros(8)
     bad = {
         "non-contiguous": lambda: ck.elementwise_product(np.zeros(16)[::2], f),
@@ -228,3 +247,10 @@ def test_pinned_memory_and_streams_give_numpys_product(results):
 
 def test_simulator_prints_no_occupancy_warning(results):
     assert results["simulator never warns"] is True
+
+
+def test_small_grids_filters_only_the_occupancy_warning_of_either_package(results):
+    count, seen = results["small grids"]
+    assert count == 2
+    assert seen == ["Host array", "Host array", "something ", "Grid size "]
+
