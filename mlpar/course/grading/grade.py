@@ -217,13 +217,15 @@ def grade(folder: Path, out: Path, *, official: Path | None = None, jobs: int = 
     if feedback:
         report.write_feedback(everything, feedback, notes)
     echo(f"graded in {time.monotonic() - started:.1f} s: {len(rows_all)} row(s) -> {out}"
-         + (f"; summary -> {summary}" if summary else "") + (f"; feedback -> {feedback}/" if feedback else ""))
+         + (f"; summary -> {summary}" if summary else "")
+         + (f"; feedback -> {feedback}/" if feedback else ""))
     return rows_all
 
 
 def _grade_on_cluster(address: str, prepared, options: Options, complete) -> None:
     try:
-        from distributed import Client, as_completed as dask_completed
+        from distributed import Client
+        from distributed import as_completed as dask_completed
     except ImportError as exc:
         raise GraderError("scheduler: Dask's distributed package is not installed") from exc
     try:

@@ -1,12 +1,13 @@
 """The grading process: runs one rebuilt submission and reports each check, one JSON line each.
 
 Started by :mod:`mlpar.course.grading.sandbox` as ``python -I -m mlpar.course.grading.runner
-RESULTS MEMORY FILESIZE`` with the job (see :func:`mlpar.course.grading.rebuild.job`) on stdin. It runs the cells
-in order in an IPython shell, as a kernel would. A check is not the notebook's check cell: the
-runner calls the check function it imported from the instructor's ``mlpar`` before any student
-code ran, after :class:`~mlpar.course.grading.integrity.Snapshot` has put back whatever student
-code changed. Results go to the file named on the command line, one line per event, flushed as
-they happen, so what was graded before a crash or a timeout survives it.
+RESULTS MEMORY FILESIZE`` with the job (:func:`mlpar.course.grading.rebuild.rebuild`) on stdin.
+It runs the cells in order in an IPython shell, as a kernel would. A check is not the notebook's
+check cell: the runner calls the check function it imported from the instructor's ``mlpar``
+before any student code ran, after :class:`~mlpar.course.grading.integrity.Snapshot` has put
+back whatever student code changed. Results go to the file named on the command line, one
+line per event, flushed as they happen, so what was graded before a crash or a timeout
+survives it.
 """
 
 from __future__ import annotations
@@ -140,7 +141,8 @@ def run(job: dict, report: Report) -> None:
             during = snapshot.restore()  # what the student's function changed while it was checked
             if during:
                 passed = False
-                message = f"your function changed {during[0]} while the check ran; a check cannot be trusted then"
+                message = (f"your function changed {during[0]} while the check ran; "
+                           "a check cannot be trusted then")
                 flags.append("tampering")
                 detail += [f"restored after the check: {c}" for c in during]
         if not passed and "memory" in flags and not message.startswith("memory"):

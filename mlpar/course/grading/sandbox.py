@@ -3,7 +3,8 @@
 ``run_job`` starts :mod:`mlpar.course.grading.runner` in a new session (its own process group)
 with ``python -I`` (no current folder or user site on ``sys.path``, no ``PYTHON*`` variables),
 in a fresh scratch folder that is also its ``HOME`` and ``TMPDIR``, under an address-space
-limit (``RLIMIT_AS``, set by the runner before it reads any student code), a file-size limit and a wall-clock timeout. When the runner is done,
+limit (``RLIMIT_AS``, set by the runner before it reads any student code), a file-size limit
+and a wall-clock timeout. When the runner is done,
 past its time, or dead, the whole group is killed, and so is every process still carrying this
 run's token in its environment (a worker that started its own session), before the scratch
 folder is removed. The outcome says which limit, if any, was hit.
