@@ -164,3 +164,136 @@ class Recorder(np.ndarray):
     def tolist(self):
         self.log["walks"] += 1
         return super().tolist()
+
+
+# ---- What the code does when it runs: Python steps counted under a tracer ------------------
+
+#: Calls that run a Python-level loop out of sight: each applies a function element by element
+#: (or row by row) from C, so neither a ``for`` statement nor, for builtins such as
+#: ``math.exp``, a traced Python frame shows it.
+HIDDEN_LOOP_CALLS = frozenset({"vectorize", "frompyfunc", "apply_along_axis", "apply_over_axes",
+                               "fromiter", "map", "starmap"})
+
+
+def _library_roots() -> tuple[str, ...]:
+    # Code under these paths is not the student's: the standard library, installed packages
+    # (numpy's own Python lines), and mlpar itself (the checks and the references).
+    import os
+    import sys
+    import sysconfig
+
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            roots.add(path)
+    return tuple(sorted(os.path.abspath(r) + os.sep for r in roots if r))
+
+
+class StepCounter:
+    """Counts the Python work a function does in the student's own code (``sys.settrace``).
+
+    ``lines``: line events in the student's frames (a loop's body fires one per iteration,
+    a comprehension one per element); ``calls``: calls into the student's Python functions
+    other than the top one (a helper, a lambda given to ``map`` or ``np.vectorize``);
+    ``code``: the code objects that ran. Frames of numpy, the standard library and mlpar are
+    not counted, so a vectorised call costs the same few steps whatever the data's size.
+    No clock is read: the counts depend on the code and the inputs only.
+    """
+
+    def __init__(self):
+        self.lines = 0
+        self.calls = 0
+        self.code = set()
+        self._roots = _library_roots()
+        self._mine = {}
+
+    def _is_student(self, code) -> bool:
+        known = self._mine.get(code)
+        if known is None:
+            import os
+
+            name = code.co_filename
+            known = not (name.startswith("<frozen") or
+                         os.path.abspath(name).startswith(self._roots))
+            self._mine[code] = known
+        return known
+
+    def _local(self, frame, event, arg):
+        if event == "line":
+            self.lines += 1
+        return self._local
+
+    def _global(self, frame, event, arg):
+        if event != "call" or not self._is_student(frame.f_code):
+            return None
+        self.code.add(frame.f_code)
+        self.calls += 1
+        return self._local
+
+    def run(self, func, *args, **kwargs):
+        """``func(*args, **kwargs)`` under the tracer; the tracer in place before is restored."""
+        import sys
+
+        before = sys.gettrace()
+        sys.settrace(self._global)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            sys.settrace(before)
+            # The top-level call is the function itself, not a helper it called.
+            self.calls = max(self.calls - 1, 0)
+
+    @property
+    def steps(self) -> int:
+        """Lines plus helper calls: the Python-level work, in steps."""
+        return self.lines + self.calls
+
+    def hidden_loops(self) -> list[str]:
+        """The ``HIDDEN_LOOP_CALLS`` named in the source of any of the student's code that ran."""
+        found = set()
+        for code in self.code:
+            try:
+                tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+            except (OSError, TypeError, SyntaxError, IndentationError):
+                continue
+            found |= calls(tree) & HIDDEN_LOOP_CALLS
+        return sorted(found)
+
+
+def python_work(func, *args, **kwargs):
+    """``(result, counter)``: ``func(*args, **kwargs)`` run under a ``StepCounter``."""
+    counter = StepCounter()
+    result = counter.run(func, *args, **kwargs)
+    return result, counter
+
+
+def expect_vectorised(exercise: str, run_small, run_large, *, small: str, large: str,
+                      extra_items: int) -> None:
+    """Fail unless the student's code does the same Python work on a small and a large case.
+
+    ``run_small`` / ``run_large``: zero-argument callables that call the student's function
+    on the two cases (through ``exercises.call``) with arrays wrapped in one ``Recorder`` each,
+    and return ``(counter, recorder_log)``. ``extra_items``: how many more rows or entries the
+    large case has. Vectorised code runs the same few Python lines whatever the size; a loop,
+    written out, hidden in a helper, a comprehension, ``map`` or ``np.vectorize``, runs
+    (at least) one more step per extra item, and a walk over an array's rows shows in the log.
+    """
+    few, few_log = run_small()
+    many, many_log = run_large()
+    hidden = sorted(set(few.hidden_loops()) | set(many.hidden_loops()))
+    if hidden:
+        raise AssertionError(
+            f"{exercise}: your code calls {', '.join(hidden)}, which runs a Python function once "
+            "per element or row: a loop in disguise; use numpy operations on whole arrays")
+    grew = many.steps - few.steps
+    walked = many_log["walks"] - few_log["walks"]
+    if grew >= extra_items // 2 or walked > 0:
+        how = (f"{few.steps} Python steps for {small}, {many.steps} for {large}" if grew > 0
+               else f"it walks the arrays element by element or row by row "
+                    f"({few_log['walks']} walks for {small}, {many_log['walks']} for {large})")
+        raise AssertionError(
+            f"{exercise}: your code does Python work once per row or entry ({how}): a loop, "
+            "written out, in a helper, a comprehension or map(); the lesson asks for numpy "
+            "operations on whole arrays, whose Python work does not grow with the data")

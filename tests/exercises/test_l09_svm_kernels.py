@@ -1,6 +1,9 @@
-"""Lesson 09's checks: correct solutions written differently pass; a catalogue of plausible
-wrong ones is rejected with a message naming the exercise, the case and what was wrong; nothing
-a half-written answer returns makes a check crash."""
+"""Lesson 09's checks: correct solutions written differently pass; a wrong solution for each
+way a definition can be misread is rejected with a message naming the exercise, the case and
+what was wrong; nothing a half-written answer returns makes a check crash; each exercise is
+graded on its own; the grader's seed moves the cases."""
+
+import math
 
 import numpy as np
 import pytest
@@ -8,6 +11,7 @@ from scipy.spatial.distance import cdist
 
 from mlpar.algorithms.svm import kernel_matrix as kernels
 from mlpar.algorithms.svm import smo
+from mlpar.exercises import GRADING_SEED_VARIABLE
 from mlpar.exercises import l09_svm_kernels as ex
 
 
@@ -15,7 +19,7 @@ def _raise(exc):
     raise exc
 
 
-# ---- Exercise 1: the RBF kernel -------------------------------------------------------------
+# ---- Exercise 1: the RBF kernel, vectorised -------------------------------------------------
 
 def rbf_by_expansion(X, Y, gamma):
     sq = (X**2).sum(1)[:, None] + (Y**2).sum(1)[None, :] - 2 * X @ Y.T
@@ -30,6 +34,60 @@ def rbf_by_scipy(X, Y, gamma):
     return np.exp(-gamma * cdist(X, Y, "sqeuclidean"))
 
 
+def rbf_by_einsum(X, Y, gamma):
+    diff = X[:, None, :] - Y[None, :, :]
+    return np.exp(-gamma * np.einsum("ijk,ijk->ij", diff, diff))
+
+
+def _nested_loops(X, Y, gamma):
+    K = np.empty((len(X), len(Y)))
+    for i in range(len(X)):
+        for j in range(len(Y)):
+            K[i, j] = math.exp(-gamma * float(((X[i] - Y[j]) ** 2).sum()))
+    return K
+
+
+def _row_loop(X, Y, gamma):
+    # Vectorised inside, but one Python iteration per row of X.
+    return np.vstack([np.exp(-gamma * ((Y - x) ** 2).sum(1)) for x in X])
+
+
+def _row_of(x, Y, gamma):
+    return np.exp(-gamma * ((Y - x) ** 2).sum(1))
+
+
+def _loop_in_helper(X, Y, gamma):
+    return _stack_rows(X, Y, gamma)
+
+
+def _stack_rows(X, Y, gamma):
+    out = np.empty((len(X), len(Y)))
+    i = 0
+    while i < len(X):
+        out[i] = _row_of(X[i], Y, gamma)
+        i += 1
+    return out
+
+
+def _by_map(X, Y, gamma):
+    return np.array(list(map(lambda x: _row_of(x, Y, gamma), X)))
+
+
+def _by_vectorize(X, Y, gamma):
+    entry = np.vectorize(lambda i, j: math.exp(-gamma * float(((X[i] - Y[j]) ** 2).sum())))
+    return entry(*np.meshgrid(np.arange(len(X)), np.arange(len(Y)), indexing="ij"))
+
+
+def _vectorized_exp(X, Y, gamma):
+    # The distances are vectorised, the exponential is a builtin applied element by element.
+    return np.vectorize(math.exp)(-gamma * cdist(np.asarray(X), np.asarray(Y), "sqeuclidean"))
+
+
+def _via_tolist(X, Y, gamma):
+    return np.array([[math.exp(-gamma * sum((a - b) ** 2 for a, b in zip(r, c)))
+                      for c in Y.tolist()] for r in X.tolist()])
+
+
 RBF_WRONG = {
     "distance not squared": (lambda X, Y, g: np.exp(-g * cdist(X, Y)), "square"),
     "gamma squared": (lambda X, Y, g: np.exp(-g**2 * cdist(X, Y, "sqeuclidean")),
@@ -39,6 +97,13 @@ RBF_WRONG = {
     "no exp": (lambda X, Y, g: -g * cdist(X, Y, "sqeuclidean"), "exponential is missing"),
     "transposed": (lambda X, Y, g: rbf_by_scipy(Y, X, g), "transposed"),
     "linear kernel": (lambda X, Y, g: X @ Y.T, "differs from the reference"),
+    "nested loops": (_nested_loops, "Python work once per row or entry"),
+    "loop over rows": (_row_loop, "Python work once per row or entry"),
+    "loop in a helper": (_loop_in_helper, "Python work once per row or entry"),
+    "map": (_by_map, "calls map"),
+    "np.vectorize of a lambda": (_by_vectorize, "calls vectorize"),
+    "np.vectorize of a builtin": (_vectorized_exp, "calls vectorize"),
+    "tolist": (_via_tolist, "Python work once per row or entry"),
     "None": (lambda X, Y, g: None, "is None"),
     "list": (lambda X, Y, g: rbf_by_scipy(X, Y, g).tolist()[:-1], "has shape"),
     "wrong shape": (lambda X, Y, g: rbf_by_scipy(X, Y, g)[:, :1], "has shape"),
@@ -49,7 +114,8 @@ RBF_WRONG = {
 }
 
 
-@pytest.mark.parametrize("solution", [rbf_by_expansion, rbf_by_broadcast, rbf_by_scipy])
+@pytest.mark.parametrize("solution", [rbf_by_expansion, rbf_by_broadcast, rbf_by_scipy,
+                                      rbf_by_einsum])
 def test_rbf_correct_solutions_pass(solution, capsys):
     ex.check_rbf_kernel(solution)
     assert "✓ rbf_kernel passed" in capsys.readouterr().out
@@ -62,6 +128,23 @@ def test_rbf_wrong_solutions_are_rejected(case):
         ex.check_rbf_kernel(func)
     assert str(info.value).startswith("rbf_kernel: ")
     assert "np.float64" not in str(info.value)
+
+
+def test_the_step_counter_restores_the_tracer_and_skips_library_code():
+    import sys
+
+    marker = []
+
+    def tracer(frame, event, arg):
+        marker.append(event)
+        return None
+
+    sys.settrace(tracer)
+    try:
+        ex.check_rbf_kernel(rbf_by_scipy)
+        assert sys.gettrace() is tracer
+    finally:
+        sys.settrace(None)
 
 
 # ---- Exercise 2: one SMO pair update --------------------------------------------------------
@@ -79,6 +162,14 @@ def pair_by_bounds(a_i, a_j, y_i, y_j, G_i, G_j, K_ii, K_jj, K_ij, C):
     t = min(max(t, lo_t), hi_t)
     new_i = a_i + y_i * t
     return [new_i, (total - y_i * new_i) * y_j]
+
+
+def _with_curvature(curvature):
+    def solution(a_i, a_j, y_i, y_j, G_i, G_j, K_ii, K_jj, K_ij, C):
+        t = (-y_i * G_i + y_j * G_j) / curvature(K_ii, K_jj, K_ij)
+        t = min(t, C - a_i if y_i > 0 else a_i, a_j if y_j > 0 else C - a_j)
+        return a_i + y_i * t, a_j - y_j * t
+    return solution
 
 
 def _unclipped(a_i, a_j, y_i, y_j, G_i, G_j, K_ii, K_jj, K_ij, C):
@@ -99,22 +190,19 @@ def _same_sign(a_i, a_j, y_i, y_j, G_i, G_j, K_ii, K_jj, K_ij, C):
     return a_i + y_i * t, a_j + y_j * t
 
 
-def _curvature_plus(a_i, a_j, y_i, y_j, G_i, G_j, K_ii, K_jj, K_ij, C):
-    t = (-y_i * G_i + y_j * G_j) / (K_ii + K_jj + 2 * K_ij)
-    t = min(t, C - a_i if y_i > 0 else a_i, a_j if y_j > 0 else C - a_j)
-    return a_i + y_i * t, a_j - y_j * t
-
-
 PAIR_WRONG = {
     "unclipped": (_unclipped, "outside"),
     "clipped separately": (_clip_each, "changed"),
     "same sign": (_same_sign, "changed"),
-    "curvature sign": (_curvature_plus, "differs from the reference"),
+    "unit diagonal": (_with_curvature(lambda ii, jj, ij: 2 - 2 * ij), "K_ii = K_jj = 1"),
+    "curvature sign": (_with_curvature(lambda ii, jj, ij: ii + jj + 2 * ij), "sign of the K_ij"),
+    "missing 2": (_with_curvature(lambda ii, jj, ij: ii + jj - ij), "factor 2"),
+    "no K_ij": (_with_curvature(lambda ii, jj, ij: ii + jj), "differs from the reference"),
     "only a_i": (lambda a_i, a_j, y_i, *r: (a_i + 0.01 * y_i, a_j), "changed"),
     "None": (lambda *a: None, "is None"),
     "scalar": (lambda *a: 0.5, "has shape"),
     "three values": (lambda *a: (0.1, 0.2, 0.3), "has shape"),
-    "NaN": (lambda *a: (np.nan, np.nan), "NaN"),
+    "NaN": (lambda *a: (np.nan, np.nan), "expected finite numbers"),
     "exception": (lambda *a: _raise(KeyError("x")), "raised KeyError"),
 }
 
@@ -122,7 +210,8 @@ PAIR_WRONG = {
 @pytest.mark.parametrize("solution", [pair_by_reference, pair_by_bounds])
 def test_pair_update_correct_solutions_pass(solution, capsys):
     ex.check_pair_update(solution)
-    assert "✓ pair_update passed" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "✓ pair_update passed" in out and "K_ii, K_jj != 1" in out
 
 
 @pytest.mark.parametrize("case", sorted(PAIR_WRONG))
@@ -134,7 +223,126 @@ def test_pair_update_wrong_solutions_are_rejected(case):
     assert "a_i=" in str(info.value) or case in ("exception",)
 
 
-# ---- Exercise 3: one Pegasos step -----------------------------------------------------------
+def test_pair_update_cases_have_kernels_whose_diagonal_is_not_one():
+    rng = np.random.default_rng(0)
+    cases = [ex._pair_case(rng) for _ in range(100)]
+    assert sum(abs(c[6] - 1) > 1e-6 or abs(c[7] - 1) > 1e-6 for c in cases) > 50
+    assert all(c[6] + c[7] - 2 * c[8] > 0 for c in cases)  # a real kernel: positive curvature
+
+
+# ---- Exercise 3: WSS2's choice of j given i -------------------------------------------------
+
+def choose_j_vectorised(i, y, alpha, G, K_diag, K_row, C):
+    v = -y * G
+    b = v[i] - v
+    low = ((y > 0) & (alpha > 0)) | ((y < 0) & (alpha < C))
+    a = K_diag[i] + K_diag - 2 * K_row
+    a = np.where(a > 0, a, 1e-12)
+    return int(np.argmin(np.where(low & (b > 0), -b * b / a, np.inf)))
+
+
+def choose_j_loop(i, y, alpha, G, K_diag, K_row, C):
+    # Written differently: a loop keeping the largest decrease, ties to the later index.
+    best, j = -1.0, None
+    for t in range(len(y)):
+        may_shrink = alpha[t] > 0 if y[t] > 0 else alpha[t] < C
+        b = -y[i] * G[i] + y[t] * G[t]
+        if may_shrink and b > 0:
+            a = max(K_diag[i] + K_diag[t] - 2 * K_row[t], 1e-12)
+            if b * b / a >= best:
+                best, j = b * b / a, t
+    return j
+
+
+def _misread(**how):
+    def solution(i, y, alpha, G, K_diag, K_row, C):
+        return int(np.argmin(ex.wss2_scores(i, y, alpha, G, K_diag, K_row, C, **how)))
+    return solution
+
+
+def _first_order(i, y, alpha, G, K_diag, K_row, C):
+    v = -y * G
+    low = ex.in_low(y, alpha, C)
+    return int(np.argmin(np.where(low & (v < v[i]), v, np.inf)))
+
+
+def _any_index(i, y, alpha, G, K_diag, K_row, C):
+    # Forgets I_low: every t with b > 0 is a candidate.
+    v = -y * G
+    b = v[i] - v
+    a = np.maximum(K_diag[i] + K_diag - 2 * K_row, 1e-12)
+    return int(np.argmin(np.where(b > 0, -b * b / a, np.inf)))
+
+
+def _any_sign(i, y, alpha, G, K_diag, K_row, C):
+    # Forgets b > 0: b^2 is large for very negative b too.
+    v = -y * G
+    b = v[i] - v
+    a = np.maximum(K_diag[i] + K_diag - 2 * K_row, 1e-12)
+    low = ex.in_low(y, alpha, C)
+    scores = np.where(low, -b * b / a, np.inf)
+    scores[i] = np.inf
+    return int(np.argmin(scores))
+
+
+def _position_among_candidates(i, y, alpha, G, K_diag, K_row, C):
+    scores = ex.wss2_scores(i, y, alpha, G, K_diag, K_row, C)
+    candidates = np.isfinite(scores)
+    return int(np.argmin(scores[candidates]))
+
+
+def _minimised(i, y, alpha, G, K_diag, K_row, C):
+    scores = ex.wss2_scores(i, y, alpha, G, K_diag, K_row, C)
+    return int(np.argmax(np.where(np.isfinite(scores), scores, -np.inf)))
+
+
+WSS2_WRONG = {
+    "first order": (_first_order, "first-order rule"),
+    "unit diagonal": (_misread(unit_diagonal=True), "2 - 2 K_ij"),
+    "b over a": (_misread(power=1), "b/a"),
+    "missing 2": (_misread(factor=1.0), "factor 2"),
+    "minimised": (_minimised, "minimised b\\^2/a"),
+    "not I_low": (_any_index, "not in I_low"),
+    "b not positive": (_any_sign, "b = .* <= 0"),
+    "position": (_position_among_candidates, "position among the candidates"),
+    "i itself": (lambda i, *a: i, "<= 0"),
+    "None": (lambda *a: None, "integer index"),
+    "float": (lambda *a: 1.5, "integer index"),
+    "list": (lambda *a: [0], "integer index"),
+    "NaN": (lambda *a: np.nan, "integer index"),
+    "out of range": (lambda i, y, *a: len(y), "outside"),
+    "exception": (lambda *a: _raise(IndexError("t")), "raised IndexError"),
+}
+
+
+@pytest.mark.parametrize("solution", [choose_j_vectorised, choose_j_loop])
+def test_choose_j_correct_solutions_pass(solution, capsys):
+    ex.check_choose_j(solution)
+    out = capsys.readouterr().out
+    assert "✓ choose_j passed" in out and "as fit_smo(selection='second_order')" in out
+
+
+@pytest.mark.parametrize("case", sorted(WSS2_WRONG))
+def test_choose_j_wrong_solutions_are_rejected(case):
+    func, message = WSS2_WRONG[case]
+    with pytest.raises(AssertionError, match=message) as info:
+        ex.check_choose_j(func)
+    assert str(info.value).startswith("choose_j: ")
+    if case != "exception":
+        assert "n = " in str(info.value)  # the case is named
+
+
+def test_the_wss2_reference_is_what_fit_smo_does():
+    # The check's solve, driven by the reference choice, takes fit_smo's steps exactly.
+    X = np.random.default_rng(3).normal(scale=1.5, size=(40, 2))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    steps, alpha = ex._solve_with(choose_j_vectorised, X, y, 1.0, 1e-3, 10_000)
+    ref = smo.fit_smo(X, y, C=1.0, kernel="poly", gamma=0.7, degree=2, coef0=1.0, tol=1e-3)
+    assert steps == ref.n_iter
+    np.testing.assert_allclose(np.sort(np.flatnonzero(alpha > 0)), np.sort(ref.support))
+
+
+# ---- One Pegasos step -----------------------------------------------------------------------
 
 def pegasos_vectorised(w, X, y, lam, t):
     eta = 1 / (lam * t)
@@ -151,14 +359,26 @@ def pegasos_loop(w, X, y, lam, t):
     return w - eta * lam * w + eta * grad / len(y)
 
 
-def _peg(w, X, y, lam, t, *, k=None, all_samples=False, shrink=True, eta=None):
+def _peg(w, X, y, lam, t, *, k=None, all_samples=False, shrink=True, eta=None, late=False):
     eta = 1 / (lam * t) if eta is None else eta
-    active = np.ones(len(y), bool) if all_samples else y * (X @ w) < 1
+    margin_w = (1 - eta * lam) * w if late else w
+    active = np.ones(len(y), bool) if all_samples else y * (X @ margin_w) < 1
     step = (y[active, None] * X[active]).sum(0)
     return ((1 - eta * lam) * w if shrink else w) + eta / (k or len(y)) * step
 
 
+def _peg_in_place(w, X, y, lam, t):
+    # Shrinks w first, then reads the margins with the shrunk w.
+    eta = 1 / (lam * t)
+    w *= 1 - eta * lam
+    active = y * (X @ w) < 1
+    return w + eta / len(y) * (y[active, None] * X[active]).sum(0)
+
+
 PEGASOS_WRONG = {
+    "margins after the shrink": (lambda w, X, y, lam, t: _peg(w, X, y, lam, t, late=True),
+                                 "read after shrinking"),
+    "shrunk in place first": (_peg_in_place, "read after shrinking"),
     "missing 1/k": (lambda w, X, y, lam, t: _peg(w, X, y, lam, t, k=1), "missing 1/k"),
     "all samples": (lambda w, X, y, lam, t: _peg(w, X, y, lam, t, all_samples=True),
                     "every sample contributes"),
@@ -190,61 +410,73 @@ def test_pegasos_wrong_solutions_are_rejected(case):
 
 # ---- Exercise 4: the kernel matrix by row blocks on a pool ----------------------------------
 
-def blocks_array_split(X, Y, gamma, n_blocks, pool_map):
-    parts = pool_map(lambda B: rbf_by_scipy(B, Y, gamma), np.array_split(X, n_blocks))
-    return np.vstack(parts)
+def blocks_array_split(X, Y, kernel, n_blocks, pool_map):
+    return np.vstack(pool_map(lambda B: kernel(B, Y), np.array_split(X, n_blocks)))
 
 
-def blocks_by_bounds(X, Y, gamma, n_blocks, pool_map):
+def blocks_by_bounds(X, Y, kernel, n_blocks, pool_map):
     # Written differently: tasks are (start, stop) ranges, results written into one array.
     bounds = np.linspace(0, len(X), n_blocks + 1).round().astype(int)
     out = np.empty((len(X), len(Y)))
     ranges = list(zip(bounds[:-1], bounds[1:]))
-    for (a, b), block in zip(ranges, pool_map(lambda r: rbf_by_expansion(X[r[0]:r[1]], Y, gamma),
-                                              ranges)):
+    for (a, b), block in zip(ranges, pool_map(lambda r: kernel(X[r[0]:r[1]], Y), ranges)):
         out[a:b] = block
     return out
 
 
-def _serial(X, Y, gamma, n_blocks, pool_map):
-    return rbf_by_scipy(X, Y, gamma)
+def _serial(X, Y, kernel, n_blocks, pool_map):
+    return kernel(X, Y)
 
 
-def _one_task(X, Y, gamma, n_blocks, pool_map):
-    return pool_map(lambda B: rbf_by_scipy(B, Y, gamma), [X])[0]
+def _one_task(X, Y, kernel, n_blocks, pool_map):
+    return pool_map(lambda B: kernel(B, Y), [X])[0]
 
 
-def _column_blocks(X, Y, gamma, n_blocks, pool_map):
-    parts = pool_map(lambda B: rbf_by_scipy(X, B, gamma), np.array_split(Y, n_blocks))
-    return np.hstack(parts)
+def _column_blocks(X, Y, kernel, n_blocks, pool_map):
+    return np.hstack(pool_map(lambda B: kernel(X, B), np.array_split(Y, n_blocks)))
 
 
-def _transposed_blocks(X, Y, gamma, n_blocks, pool_map):
-    parts = pool_map(lambda B: rbf_by_scipy(Y, B, gamma), np.array_split(X, n_blocks))
-    return np.hstack(parts)
+def _transposed_blocks(X, Y, kernel, n_blocks, pool_map):
+    return np.hstack(pool_map(lambda B: kernel(Y, B), np.array_split(X, n_blocks)))
 
 
-def _off_by_one(X, Y, gamma, n_blocks, pool_map):
+def _off_by_one(X, Y, kernel, n_blocks, pool_map):
     size = len(X) // n_blocks  # the remainder rows are never computed
     starts = [b * size for b in range(n_blocks)]
-    return np.vstack(pool_map(lambda s: rbf_by_scipy(X[s:s + size], Y, gamma), starts))
+    return np.vstack(pool_map(lambda s: kernel(X[s:s + size], Y), starts))
 
 
-def _overlapping(X, Y, gamma, n_blocks, pool_map):
+def _overlapping(X, Y, kernel, n_blocks, pool_map):
     size = -(-len(X) // n_blocks) + 1  # one row too many: neighbours overlap
-    parts = pool_map(lambda s: rbf_by_scipy(X[s:s + size], Y, gamma),
-                     [b * (size - 1) for b in range(n_blocks)])
+    parts = pool_map(lambda s: kernel(X[s:s + size], Y), [b * (size - 1) for b in range(n_blocks)])
     return np.vstack(parts)[:len(X)]
 
 
-def _uneven(X, Y, gamma, n_blocks, pool_map):
-    cuts = [1] * (n_blocks - 1)  # one row per task, the rest in the last
-    blocks = [X[i:i + 1] for i in range(n_blocks - 1)] + [X[len(cuts):]]
-    return np.vstack(pool_map(lambda B: rbf_by_scipy(B, Y, gamma), blocks))
+def _uneven(X, Y, kernel, n_blocks, pool_map):
+    blocks = [X[i:i + 1] for i in range(n_blocks - 1)] + [X[n_blocks - 1:]]
+    return np.vstack(pool_map(lambda B: kernel(B, Y), blocks))
 
 
-def _gamma_squared_blocks(X, Y, gamma, n_blocks, pool_map):
-    return blocks_array_split(X, Y, gamma**2, n_blocks, pool_map)
+def _tasks_then_serial(X, Y, kernel, n_blocks, pool_map):
+    # The tasks run, but K itself is computed again on the calling thread.
+    pool_map(lambda B: kernel(B, Y), np.array_split(X, n_blocks))
+    return kernel(X, Y)
+
+
+def _reversed_blocks(X, Y, kernel, n_blocks, pool_map):
+    return np.vstack(pool_map(lambda B: kernel(B, Y), np.array_split(X, n_blocks))[::-1])
+
+
+def _shuffled_rows(X, Y, kernel, n_blocks, pool_map):
+    # Blocks of every n_blocks-th row: right sizes, wrong (not contiguous) rows.
+    parts = pool_map(lambda b: kernel(X[b::n_blocks], Y), range(n_blocks))
+    return np.vstack(parts)
+
+
+def _own_gamma_squared(X, Y, kernel, n_blocks, pool_map):
+    # Ignores the kernel handed in and uses its own (wrong) one.
+    gamma = kernel.gamma ** 2
+    return np.vstack(pool_map(lambda B: rbf_by_scipy(B, Y, gamma), np.array_split(X, n_blocks)))
 
 
 BLOCKS_WRONG = {
@@ -255,18 +487,19 @@ BLOCKS_WRONG = {
     "off by one": (_off_by_one, "rows missed or computed twice"),
     "overlapping": (_overlapping, "rows missed or computed twice"),
     "uneven": (_uneven, "split the rows evenly"),
-    "gamma squared": (_gamma_squared_blocks, "gamma is squared"),
-    "None": (lambda X, Y, g, b, pool_map: (pool_map(lambda B: B @ Y.T[:, :0] if False
-                                                    else rbf_by_scipy(B, Y, g),
-                                                    np.array_split(X, b)), None)[1],
-             "is None"),
-    "None blocks": (lambda X, Y, g, b, pool_map: pool_map(lambda B: None, np.array_split(X, b)),
+    "tasks then serial": (_tasks_then_serial, "outside the pool's tasks"),
+    "reversed blocks": (_reversed_blocks, "differs from the reference"),
+    "not contiguous": (_shuffled_rows, "block 0 .* differs from the reference"),
+    "own kernel, gamma squared": (_own_gamma_squared, "block 0 .* differs"),
+    "None": (lambda X, Y, k, b, pool_map: (pool_map(lambda B: k(B, Y), np.array_split(X, b)),
+                                            None)[1], "is None"),
+    "None blocks": (lambda X, Y, k, b, pool_map: pool_map(lambda B: None, np.array_split(X, b)),
                     "block 0 returned by a task"),
-    "NaN": (lambda X, Y, g, b, pool_map: np.vstack(pool_map(
+    "NaN": (lambda X, Y, k, b, pool_map: np.vstack(pool_map(
         lambda B: np.full((len(B), len(Y)), np.nan), np.array_split(X, b))),
         "differs from the reference"),
     "exception": (lambda *a: _raise(RuntimeError("pool")), "raised RuntimeError"),
-    "exception in a task": (lambda X, Y, g, b, pool_map: pool_map(
+    "exception in a task": (lambda X, Y, k, b, pool_map: pool_map(
         lambda B: _raise(IndexError("row")), np.array_split(X, b)), "raised IndexError"),
 }
 
@@ -298,3 +531,128 @@ def test_reference_kernel_agrees_with_the_package():
     X = np.random.default_rng(0).normal(size=(6, 3))
     np.testing.assert_allclose(rbf_by_scipy(X, X, 0.3), kernels.kernel_matrix(X, gamma=0.3),
                                rtol=1e-12)
+    np.testing.assert_allclose(ex.RecordingKernel(0.3)(X, X), rbf_by_scipy(X, X, 0.3),
+                               rtol=1e-12)
+
+
+# ---- Exercise 5: predict the grid search's speedup ------------------------------------------
+
+def speedup_direct(J, t, c, p):
+    return J * t / (J * c + math.ceil(J / p) * t)
+
+
+def speedup_by_rounds(J, t, c, p):
+    # Written differently: count the rounds with integer division, compare the two times.
+    rounds = (J + p - 1) // p
+    parallel = J * c + rounds * t
+    return (J * t) / parallel
+
+
+def _speedup(rounds=None, dispatch=None, invert=False, sequential_dispatch=False):
+    def solution(J, t, c, p):
+        r = math.ceil(J / p) if rounds is None else rounds(J, p)
+        d = J * c if dispatch is None else dispatch(J, c, p, r)
+        seq = J * (t + c) if sequential_dispatch else J * t
+        par = d + r * t
+        return par / seq if invert else seq / par
+    return solution
+
+
+SPEEDUP_WRONG = {
+    "no ceil": (_speedup(rounds=lambda J, p: J / p), "ceil\\(J/p\\) rounds"),
+    "no dispatch": (_speedup(dispatch=lambda J, c, p, r: 0.0), "dispatch cost is missing"),
+    "dispatch shared": (_speedup(dispatch=lambda J, c, p, r: J * c / p), "divided among"),
+    "upside down": (_speedup(invert=True), "upside down"),
+    "sequential dispatch": (_speedup(sequential_dispatch=True), "sequential run also pays"),
+    "dispatch per round": (_speedup(dispatch=lambda J, c, p, r: r * c), "once per round"),
+    "ideal": (lambda J, t, c, p: float(p), "differs|is"),
+    "None": (lambda *a: None, "is None"),
+    "list": (lambda *a: [1.0, 2.0], "has shape"),
+    "NaN": (lambda *a: float("nan"), "is nan"),
+    "exception": (lambda *a: _raise(ZeroDivisionError("p")), "raised ZeroDivisionError"),
+}
+
+
+@pytest.mark.parametrize("solution", [speedup_direct, speedup_by_rounds])
+def test_speedup_correct_solutions_pass(solution, capsys):
+    ex.check_speedup_prediction(solution)
+    assert "✓ predict_speedup passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("case", sorted(SPEEDUP_WRONG))
+def test_speedup_wrong_solutions_are_rejected(case):
+    func, message = SPEEDUP_WRONG[case]
+    with pytest.raises(AssertionError, match=message) as info:
+        ex.check_speedup_prediction(func)
+    assert str(info.value).startswith("predict_speedup: ")
+
+
+@pytest.mark.parametrize("measured, words", [
+    (1.14, "below the prediction"), (1.70, "within 15%"), (2.5, "higher than the model")])
+def test_speedup_reports_the_measurement_without_grading_it(measured, words, capsys):
+    figures = {"n_jobs": 27, "job_seconds": 2e-3, "dispatch_seconds": 1e-4, "workers": 2,
+               "speedup": measured}
+    ex.check_speedup_prediction(speedup_direct, measured=figures)
+    out = capsys.readouterr().out
+    assert "✓ predict_speedup passed" in out and words in out
+    assert f"{ex.speedup_model(27, 2e-3, 1e-4, 2):.2f}×" in out
+
+
+@pytest.mark.parametrize("measured", [None, {"speedup": 1.2}, "fast", {
+    "n_jobs": 27, "job_seconds": 2e-3, "dispatch_seconds": 1e-4, "workers": 2,
+    "speedup": float("nan")}])
+def test_speedup_never_crashes_on_a_bad_measurement(measured, capsys):
+    ex.check_speedup_prediction(speedup_direct, measured=measured)
+    out = capsys.readouterr().out
+    assert "✓ predict_speedup passed" in out
+    assert measured is None or "n/a" in out
+
+
+# ---- Each exercise graded on its own; the grader's seed moves the cases ---------------------
+
+RIGHT = {"rbf_kernel": (ex.check_rbf_kernel, rbf_by_scipy),
+         "pair_update": (ex.check_pair_update, pair_by_bounds),
+         "choose_j": (ex.check_choose_j, choose_j_loop),
+         "kernel_by_blocks": (ex.check_kernel_by_blocks, blocks_by_bounds),
+         "predict_speedup": (ex.check_speedup_prediction, speedup_by_rounds)}
+WRONG = {"rbf_kernel": _row_loop, "pair_update": PAIR_WRONG["unit diagonal"][0],
+         "choose_j": _first_order, "kernel_by_blocks": _tasks_then_serial,
+         "predict_speedup": SPEEDUP_WRONG["no ceil"][0]}
+
+
+@pytest.mark.parametrize("wrong", sorted(WRONG))
+def test_one_wrong_exercise_fails_exactly_its_own_check(wrong):
+    failed = []
+    for name, (check, right) in RIGHT.items():
+        try:
+            check(WRONG[name] if name == wrong else right)
+        except AssertionError:
+            failed.append(name)
+    assert failed == [wrong]
+
+
+def _memorise(check, solution):
+    # An answer that replays what the reference returned for the cases it saw.
+    seen = {}
+
+    def record(*args):
+        out = solution(*args)
+        seen[repr(args)] = out
+        return out
+
+    def replay(*args):
+        return seen.get(repr(args), 0.0)
+
+    check(record)
+    return replay
+
+
+def test_hard_coded_answers_fail_under_the_graders_seed(monkeypatch, capsys):
+    replay = _memorise(ex.check_pair_update, pair_by_reference)
+    ex.check_pair_update(replay)  # the same cases: the replay passes
+    monkeypatch.setenv(GRADING_SEED_VARIABLE, "7")
+    with pytest.raises(AssertionError, match="pair_update: "):
+        ex.check_pair_update(replay)
+    ex.check_pair_update(pair_by_bounds)
+    ex.check_choose_j(choose_j_vectorised)
+    ex.check_rbf_kernel(rbf_by_expansion)

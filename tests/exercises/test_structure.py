@@ -1,0 +1,130 @@
+"""The structural tools look at what a function does: Python steps counted under a tracer
+(loops written out, in helpers, in comprehensions, behind map() or np.vectorize), walks over an
+array's rows, and the calls named in the source of the code that ran. No clock is read."""
+
+import math
+import sys
+
+import numpy as np
+import pytest
+
+from mlpar.exercises import call, structure
+
+
+def vectorised(X):
+    return np.exp(-(X**2).sum(axis=1))
+
+
+def loop(X):
+    out = np.empty(len(X))
+    for i in range(len(X)):
+        out[i] = math.exp(-float((X[i] ** 2).sum()))
+    return out
+
+
+def _one(row):
+    return math.exp(-float((row**2).sum()))
+
+
+def loop_in_helper(X):
+    return _helper(X)
+
+
+def _helper(X):
+    return np.array([_one(r) for r in X])
+
+
+def comprehension(X):
+    return np.array([math.exp(-s) for s in (X**2).sum(axis=1)])
+
+
+def by_map(X):
+    return np.fromiter(map(_one, X), float)
+
+
+def by_vectorize(X):
+    return np.vectorize(math.exp)(-(X**2).sum(axis=1))
+
+
+def while_loop(X):
+    out, i = [], 0
+    while i < len(X):
+        out.append(_one(X[i]))
+        i += 1
+    return np.array(out)
+
+
+def _run(func, n):
+    X = structure.Recorder(np.random.default_rng(0).normal(size=(n, 3)))
+    counter = structure.StepCounter()
+    call("f", counter.run, func, X)
+    return counter, X.log
+
+
+def _expect(func):
+    structure.expect_vectorised("f", lambda: _run(func, 4), lambda: _run(func, 40),
+                                small="4 rows", large="40 rows", extra_items=36)
+
+
+def test_vectorised_code_does_the_same_python_work_at_any_size():
+    small, _ = _run(vectorised, 4)
+    large, _ = _run(vectorised, 400)
+    assert small.steps == large.steps > 0
+    assert small.calls == 0 and small.hidden_loops() == []
+    _expect(vectorised)
+
+
+@pytest.mark.parametrize("func, message", [
+    (loop, "once per row"), (loop_in_helper, "once per row"), (comprehension, "once per row"),
+    (while_loop, "once per row"), (by_map, "calls fromiter, map"),
+    (by_vectorize, "calls vectorize")])
+def test_loops_are_seen_wherever_they_hide(func, message):
+    with pytest.raises(AssertionError, match=f"^f: .*{message}"):
+        _expect(func)
+
+
+def test_steps_grow_with_the_rows_for_loops_in_helpers():
+    small, _ = _run(loop_in_helper, 4)
+    large, _ = _run(loop_in_helper, 40)
+    assert large.steps - small.steps >= 36 and large.calls - small.calls == 36
+
+
+def test_library_frames_are_not_the_students():
+    # numpy's own Python lines (np.linalg.norm, np.vectorize's machinery) are not counted.
+    small, _ = _run(lambda X: np.linalg.norm(X, axis=1), 4)
+    large, _ = _run(lambda X: np.linalg.norm(X, axis=1), 400)
+    assert small.steps == large.steps
+
+
+def test_the_tracer_in_place_before_is_restored_even_on_error():
+    def tracer(frame, event, arg):
+        return None
+
+    sys.settrace(tracer)
+    try:
+        with pytest.raises(ZeroDivisionError):
+            structure.StepCounter().run(lambda: 1 / 0)
+        assert sys.gettrace() is tracer
+    finally:
+        sys.settrace(None)
+
+
+def test_a_walk_over_rows_counts_even_without_a_python_loop():
+    X = structure.Recorder(np.ones((5, 2)))
+    list(map(float, X[:, 0]))
+    X.tolist()
+    assert X.log["walks"] >= 2
+
+
+def test_python_work_returns_the_result_and_the_counter():
+    result, counter = structure.python_work(loop, np.ones((3, 2)))
+    np.testing.assert_allclose(result, np.exp(-2.0) * np.ones(3))
+    assert counter.lines >= 3
+
+
+def test_the_source_of_code_that_cannot_be_read_is_skipped():
+    counter = structure.StepCounter()
+    namespace = {}
+    exec("def f(x):\n    return [v for v in x]\n", namespace)  # no file: no source to read
+    counter.run(namespace["f"], range(3))
+    assert counter.hidden_loops() == []
