@@ -121,7 +121,6 @@ KNOWN = {
     # CUDA simulator before any check, and dtype arguments are not checked.
     "mlpar.gpu.cuda_kernels": "GPU module: sizes and dtypes not yet checked (issue 16)",
     "mlpar.gpu.backend.grid_stride_indices|n": "GPU module: n not yet capped (issue 16)",
-    "mlpar.core.claims.check|value": "value may be None or any measured number (claims module)",
     # Starts a Dask cluster per call: longer than the time limit on a loaded two-core machine.
     "mlpar.algorithms.distributed.parameter_server.train_with_actors": "Dask start-up time",
     "mlpar.algorithms.sgd.sparse_logistic.minus_sigmoid_gradient": "a numba function used inside the SGD "

@@ -1,4 +1,4 @@
-"""Every lesson's central claims, measured here: one line each, ✓ or ✗, and why not.
+"""Every lesson's central claims, measured here: one line each, ✓, ✗ or "n/a: reason".
 
     python -m mlpar.bench claims          # exit code 1 if any claim did not hold
 
@@ -38,7 +38,8 @@ def run(quick: bool = False) -> dict:
         "claims": [
             {"lesson": c.lesson, "statement": c.statement, "value": c.value,
              "threshold": c.threshold, "comparison": c.comparison, "unit": c.unit,
-             "held": c.held, "why_not": c.why_not, "line": repr(c)}
+             "held": c.held, "why_not": c.why_not, "not_applicable": c.not_applicable,
+             "line": repr(c)}
             for c in claims
         ],
         "seconds": time.perf_counter() - start,
@@ -47,18 +48,32 @@ def run(quick: bool = False) -> dict:
 
 def report(figures: dict) -> str:
     lines = [c["line"] for c in figures["claims"]]
-    held = sum(c["held"] is True for c in figures["claims"])
-    unmeasured = sum(c["held"] is None for c in figures["claims"])
-    lines.append(f"{held} of {len(figures['claims'])} claims held"
-                 + (f", {unmeasured} not measurable here" if unmeasured else "")
-                 + f", in {figures['seconds']:.0f} s")
+    counts = summary(figures)
+    measured = counts["held"] + counts["broken"]
+    lines.append(f"{counts['held']} of {measured} measured claims held, {counts['broken']} did not"
+                 + (f"; {counts['not applicable']} not applicable here" if counts["not applicable"]
+                    else "")
+                 + (f"; {counts['not measured']} could not be measured" if counts["not measured"]
+                    else "")
+                 + f" ({len(figures['claims'])} claims, {figures['seconds']:.0f} s)")
     return "\n".join(lines)
+
+
+def summary(figures: dict) -> dict:
+    """Counts of claims that held, did not, do not apply here (a failed precondition: one
+    core, no GPU, a cache too large to exceed) and could not be measured (NaN)."""
+    found = {"held": 0, "broken": 0, "not applicable": 0, "not measured": 0}
+    for c in figures["claims"]:
+        key = ("held" if c["held"] else "broken") if c["held"] is not None else \
+            ("not applicable" if c.get("not_applicable") else "not measured")
+        found[key] += 1
+    return found
 
 
 def failed(figures: dict) -> bool:
     """The exit status: any claim that did not hold fails the run.
 
-    A claim that cannot be measured on this machine (a GPU claim without a GPU) prints ``?``
-    and its reason, and does not fail the run: it says nothing against the lesson.
+    A claim that does not apply on this machine (a GPU claim without a GPU) or could not be
+    measured prints ``n/a: reason`` and does not fail the run: it says nothing against the lesson.
     """
     return any(c["held"] is False for c in figures["claims"])

@@ -45,9 +45,11 @@ def run(quick: bool = False) -> dict:
     serial_default_blas = timing.best_of(lambda: cv("sequential", 1, None), repeat)
     same = bool((cv("loky", 2).scores == cv("sequential", 1).scores).all())
 
-    # Strong scaling over 1..cores processes for the Amdahl fit (t x k = 2 x 5 = 10 fits).
+    # Strong scaling for the Amdahl fit (t x k = 2 x 5 = 10 fits) on 1, 2, 4, ... processes, up
+    # to the cores or 10 (past 10 workers, 10 fits leave the extra ones idle): log2(cores) + 1
+    # pool sizes, not one per core (each new size restarts the pool).
     splits = ms.repeated_kfold(len(y), 5, 2, seed=0)
-    workers = list(range(1, max(2, environment.usable_cores()) + 1))
+    workers = speedup.worker_counts(min(max(2, environment.usable_cores()), speedup.FIXED_FITS))
     curve = scaling_laws.speedup_curve(
         lambda p: ms.cross_validate(model, X, y, splits, backend="loky", n_jobs=p, blas_threads=1),
         workers,

@@ -103,19 +103,29 @@ def check(lesson: str, statement: str, value, *, at_least=None, at_most=None, un
 
 
 def precondition(*, cores: int | None = None, gpu: bool = False, llc_multiple_fits: float | None = None,
-                 memory_budget: float = 0.25) -> str:
+                 memory_budget: float = 0.25, blas_threads: int | None = None) -> str:
     """The reason a claim does not apply here, or "" when it does.
 
     ``cores``: usable cores the claim needs. ``gpu``: it needs a CUDA device.
     ``llc_multiple_fits``: it needs arrays of that many last-level caches within
     ``memory_budget`` of the available memory (unknown cache size: assumed to apply).
+    ``blas_threads``: it needs numpy's BLAS to run at least that many threads (no BLAS found
+    by threadpoolctl: assumed to apply; ``OPENBLAS_NUM_THREADS=1`` and the like do not).
     """
     from mlpar.core import environment
 
     if cores is not None:
+        cores = validation.positive_int("cores", cores, maximum=1 << 16)
         have = environment.usable_cores()
         if have < cores:
             return f"needs at least {cores} usable cores, this process may use {have}"
+    if blas_threads is not None:
+        blas_threads = validation.positive_int("blas_threads", blas_threads, maximum=1 << 16)
+        found = [lib["threads"] for lib in environment.blas_info() if lib["threads"]]
+        if found and max(found) < blas_threads:
+            return (f"needs BLAS with at least {blas_threads} threads, numpy's BLAS runs "
+                    f"{max(found)} here (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS or MKL_NUM_THREADS "
+                    "set, or a threadpool limit in force)")
     if gpu and not environment.gpu_devices():
         return "no GPU"
     if llc_multiple_fits is not None:

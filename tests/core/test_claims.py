@@ -142,3 +142,46 @@ def test_cache_precondition_for_small_huge_and_unknown_caches(monkeypatch, hardw
 
     monkeypatch.setenv(environment.HARDWARE_VARIABLE, hardware)
     assert (claims.precondition(llc_multiple_fits=4) == "") is applies
+
+
+@pytest.mark.parametrize("found, applies", [
+    ([{"library": "openblas", "version": "0.3", "threads": 1}], False),  # OPENBLAS_NUM_THREADS=1
+    ([{"library": "openblas", "version": "0.3", "threads": 2}], True),
+    ([{"library": "mkl", "version": "2024", "threads": 1},
+      {"library": "openblas", "version": "0.3", "threads": 64}], True),  # scipy's and numpy's
+    ([], True),  # threadpoolctl finds no BLAS: nothing says it is limited
+])
+def test_blas_threads_precondition(monkeypatch, found, applies):
+    from mlpar.core import environment
+
+    monkeypatch.setattr(environment, "blas_info", lambda: found)
+    reason = claims.precondition(blas_threads=2)
+    assert (reason == "") is applies
+    if not applies:
+        assert "needs BLAS with at least 2 threads" in reason and "runs 1 here" in reason
+
+
+@pytest.mark.parametrize("kwargs, match", [({"cores": 0}, "cores"), ({"cores": "2"}, "cores"),
+                                           ({"blas_threads": 0}, "blas_threads"),
+                                           ({"blas_threads": 1.5}, "blas_threads")])
+def test_precondition_refuses_bad_requirements(kwargs, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        claims.precondition(**kwargs)
+
+
+def test_claims_runner_counts_not_applicable_apart():
+    from mlpar.benchmarks import claims as runner
+
+    made = [claims.check("03", "held", 2.0, at_least=1.5), claims.check("03", "broken", 0.5, at_most=0.1),
+            claims.check("10", "gpu", None, at_least=1.0, not_applicable="no GPU"),
+            claims.check("08", "nan", float("nan"), at_least=1.0)]
+    figures = {"claims": [{"held": c.held, "not_applicable": c.not_applicable, "line": repr(c)}
+                          for c in made], "seconds": 3.0}
+    assert runner.summary(figures) == {"held": 1, "broken": 1, "not applicable": 1, "not measured": 1}
+    last = runner.report(figures).splitlines()[-1]
+    assert last == ("1 of 2 measured claims held, 1 did not; 1 not applicable here; "
+                    "1 could not be measured (4 claims, 3 s)")
+    assert runner.failed(figures) is True
+    del figures["claims"][1]
+    assert runner.failed(figures) is False  # n/a and unmeasured say nothing against a lesson
+    assert "n/a [10] gpu (needs >= 1): no GPU" in runner.report(figures)

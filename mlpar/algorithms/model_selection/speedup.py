@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 from mlpar.algorithms.model_selection import cross_validation as cv
 from mlpar.core import limits, splits, validation
@@ -89,8 +90,11 @@ def cv_runner(model, X, y, *, seed: int = 0):
 
 def strong_and_scaled(model, X, y, workers, *, fixed_fits: int = FIXED_FITS,
                       fits_per_worker: int = FITS_PER_WORKER, repeat: int = 3,
-                      progress: bool = False):
-    """(strong curve, scaled curve): fixed ``fixed_fits`` fits, and ``fits_per_worker`` × p."""
+                      progress: bool = False, scaled_workers=None):
+    """(strong curve, scaled curve): fixed ``fixed_fits`` fits on ``workers``, and
+    ``fits_per_worker`` × p on ``scaled_workers`` (the same counts when None).
+
+    ``plan_sweep`` chooses all of these from a time and memory budget."""
     run = cv_runner(model, X, y)
     fixed_fits = validation.positive_int("fixed_fits", fixed_fits, maximum=100_000)
     fits_per_worker = validation.positive_int("fits_per_worker", fits_per_worker, maximum=100_000)
@@ -99,8 +103,147 @@ def strong_and_scaled(model, X, y, workers, *, fixed_fits: int = FIXED_FITS,
     strong = scaling_laws.speedup_curve(lambda p: run(p, fixed_fits), workers, repeat=repeat,
                                         progress=progress)
     scaled = scaling_laws.scaled_speedup_curve(lambda p, k: run(p, k * fits_per_worker),
-                                               workers, repeat=repeat, progress=progress)
+                                               workers if scaled_workers is None else scaled_workers,
+                                               repeat=repeat, progress=progress)
     return strong, scaled
+
+
+# --- planning a sweep from a budget -------------------------------------------------------------
+#
+# Timing every worker count from 1 to the cores, with a job that grows with the count, costs
+# time quadratic in the cores (387 s on 16 cores; an hour on 64). So the sweep doubles the
+# workers (1, 2, 4, ..., cores) and stops where a time budget or a memory budget says so,
+# predicting each configuration's time from one measured fit before running anything.
+
+#: Seconds the strong and scaled sweeps may take together (a lesson cell has 30 s in all).
+SWEEP_BUDGET_SECONDS = 20.0
+#: Rounds of each sweep: two, so that every speedup has a spread (the fit's uncertainty).
+SWEEP_ROUNDS = 2
+#: Cost of one ``cross_validate`` call on a warm pool apart from its fits (dispatch, results).
+CALL_SECONDS = 0.05
+#: Memory one loky worker holds (an interpreter with numpy, scipy and scikit-learn imported,
+#: and its copy of the data): a planning estimate, erring high.
+WORKER_BYTES = 200 << 20
+#: Lessons plan to use at most this share of the available memory.
+MEMORY_SHARE = 0.25
+
+
+def worker_counts(top: int) -> list[int]:
+    """1, 2, 4, ... doubling below ``top``, then ``top`` itself: log2(top) + 1 points, not top."""
+    top = validation.positive_int("top", top, maximum=1 << 20)
+    counts = [1]
+    while counts[-1] * 2 < top:
+        counts.append(counts[-1] * 2)
+    return counts + [top] if top > 1 else counts
+
+
+def _job_seconds(n_workers: int, n_fits: int, cores: int, fit: float) -> float:
+    """Predicted time of ``n_fits`` equal fits on ``n_workers`` (at most ``cores`` run at once)."""
+    return math.ceil(n_fits / min(n_workers, cores)) * fit + CALL_SECONDS
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What lesson 03's strong and scaled sweeps will run here, and what it should cost.
+
+    ``stops``: why each sweep ends where it does (the cores, the time or the memory budget),
+    in words; empty when every sweep reaches the cores.
+    """
+
+    cores: int
+    fit_seconds: float
+    strong_workers: tuple[int, ...]
+    fixed_fits: int
+    scaled_workers: tuple[int, ...]
+    fits_per_worker: int
+    repeat: int
+    budget_seconds: float
+    stops: tuple[str, ...]
+
+    def _calls(self) -> list[tuple[int, int]]:
+        """(workers, fits) of every call one round makes, strong then scaled (p workers on
+        p × fits_per_worker, and one worker on the same grown job for p > 1)."""
+        calls = [(p, self.fixed_fits) for p in self.strong_workers]
+        calls += [(p, p * self.fits_per_worker) for p in self.scaled_workers]
+        return calls + [(1, p * self.fits_per_worker) for p in self.scaled_workers if p > 1]
+
+    @property
+    def seconds(self) -> float:
+        """Predicted time of both sweeps: an untimed warm-up round and ``repeat`` timed ones."""
+        one_round = sum(_job_seconds(p, n, self.cores, self.fit_seconds) for p, n in self._calls())
+        return (self.repeat + 1) * one_round
+
+    @property
+    def strong_seconds(self) -> float:
+        """Predicted time of the strong sweep alone."""
+        return (self.repeat + 1) * sum(_job_seconds(p, self.fixed_fits, self.cores, self.fit_seconds)
+                                       for p in self.strong_workers)
+
+    @property
+    def fits(self) -> int:
+        """Model fits the two sweeps run, warm-up included."""
+        return (self.repeat + 1) * sum(n for _, n in self._calls())
+
+    @property
+    def peak_bytes(self) -> int:
+        """Memory of the largest pool the sweeps start (one ``WORKER_BYTES`` per process)."""
+        return max(self.strong_workers + self.scaled_workers) * WORKER_BYTES
+
+    def __repr__(self) -> str:
+        lines = [f"strong scaling: {self.fixed_fits} fits on {list(self.strong_workers)} workers",
+                 f"scaled speedup: {self.fits_per_worker} fits per worker on "
+                 f"{list(self.scaled_workers)} workers",
+                 f"predicted {self.seconds:.1f} s for {self.fits} fits of {self.fit_seconds * 1e3:.0f} ms "
+                 f"(budget {self.budget_seconds:g} s), largest pool {self.peak_bytes / 2**20:,.0f} MiB"]
+        return "\n".join(lines + [f"stops early: {why}" for why in self.stops])
+
+
+def plan_sweep(fit_seconds: float, *, cores: int | None = None, memory_bytes: int | None = None,
+               budget_seconds: float = SWEEP_BUDGET_SECONDS) -> SweepPlan:
+    """Worker counts and job sizes for the strong and scaled sweeps within ``budget_seconds``.
+
+    ``fit_seconds``: one fit's time, measured (``fit_seconds``). ``cores`` and ``memory_bytes``
+    default to ``environment.usable_cores()`` and ``environment.available_memory_bytes()``
+    (``MLPAR_HARDWARE`` fakes both). Worker counts double up to the cores, capped so that every
+    pool fits in ``MEMORY_SHARE`` of the memory. The strong job grows to give each worker at least
+    one fit (at least ``FIXED_FITS``, a multiple of 10); each sweep drops its largest counts until
+    the strong sweep takes at most half the budget and both together the whole. One machine with
+    one core still gets [1, 2] workers: two processes on one core, to see them gain nothing.
+    """
+    from mlpar.core import environment
+
+    fit = validation.number("fit_seconds", fit_seconds, low=1e-6, high=3600.0)
+    budget = validation.number("budget_seconds", budget_seconds, low=0.1, high=86_400.0)
+    cores = environment.usable_cores() if cores is None else validation.positive_int(
+        "cores", cores, maximum=1 << 16)
+    memory = environment.available_memory_bytes() if memory_bytes is None else \
+        validation.positive_int("memory_bytes", memory_bytes)
+    stops = []
+    top = max(2, cores)
+    by_memory = max(2, int(MEMORY_SHARE * memory) // WORKER_BYTES)
+    if by_memory < top:
+        stops.append(f"the memory budget: {MEMORY_SHARE:.0%} of {memory / 2**30:.1f} GiB holds "
+                     f"{by_memory} worker processes of ~{WORKER_BYTES >> 20} MiB")
+        top = by_memory
+
+    def plan(strong_top, scaled_top):
+        fixed = max(FIXED_FITS, 10 * math.ceil(strong_top / 10))
+        return SweepPlan(cores, fit, tuple(worker_counts(strong_top)), fixed,
+                         tuple(worker_counts(scaled_top)), FITS_PER_WORKER, SWEEP_ROUNDS, budget,
+                         tuple(stops))
+
+    candidates = worker_counts(top)[:0:-1]  # top, ..., 2: the largest count that fits wins
+    strong_top = next((p for p in candidates if plan(p, 2).strong_seconds <= budget / 2), 2)
+    scaled_top = next((p for p in candidates if plan(strong_top, p).seconds <= budget), 2)
+    for name, reached in (("strong", strong_top), ("scaled", scaled_top)):
+        if reached < top:
+            stops.append(f"the time budget: the {name} sweep stops at {reached} workers "
+                         f"(more would pass {budget:g} s with fits of {fit * 1e3:.0f} ms)")
+    predicted = plan(strong_top, scaled_top).seconds
+    if predicted > budget:
+        stops.append(f"nothing smaller is worth measuring: even 1 and 2 workers take "
+                     f"{predicted:.0f} s, over the {budget:g} s budget")
+    return plan(strong_top, scaled_top)
 
 
 def parallel_cv_speedup(model, X, y, *, n_fits: int = FIXED_FITS, n_jobs: int = 2,

@@ -4,6 +4,7 @@ import pytest
 
 from mlpar.algorithms.model_selection import cross_validation as cv
 from mlpar.algorithms.model_selection import speedup
+from mlpar.core import environment
 
 
 def test_granularity_bounds_five_fold_below_1_7_on_two_workers():
@@ -32,3 +33,75 @@ def test_heavy_model_is_the_documented_pipeline():
     model = speedup.heavy_model()
     assert model.get_params()["clf__C"] == speedup.HEAVY_PARAMS["clf__C"]
     assert "poly" in model.named_steps
+
+
+# --- lesson 03's sweep plan: within its time and memory budget on any machine (issue 27 §3) ---
+
+def test_worker_counts_double_up_to_the_top():
+    assert speedup.worker_counts(1) == [1]
+    assert speedup.worker_counts(2) == [1, 2]
+    assert speedup.worker_counts(6) == [1, 2, 4, 6]
+    assert speedup.worker_counts(16) == [1, 2, 4, 8, 16]
+    assert speedup.worker_counts(128) == [1, 2, 4, 8, 16, 32, 64, 128]
+    with pytest.raises(ValueError, match="top"):
+        speedup.worker_counts(0)
+
+
+@pytest.mark.parametrize("hardware", [
+    "cores=1,memory=2GiB", "cores=2,memory=2GiB", "cores=16,memory=64GiB",
+    "cores=64,llc=300MiB,memory=256GiB", "cores=128,llc=1.2GiB,memory=64GiB",
+    "cores=128,llc=unknown,memory=1GiB"])
+@pytest.mark.parametrize("fit_seconds", [0.01, 0.05, 0.072, 0.15])
+def test_the_sweep_plan_stays_within_time_and_memory_on_any_machine(monkeypatch, hardware, fit_seconds):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, hardware)
+    plan = speedup.plan_sweep(fit_seconds)
+    cores, memory = environment.usable_cores(), environment.available_memory_bytes()
+    assert plan.cores == cores
+    assert plan.seconds <= speedup.SWEEP_BUDGET_SECONDS  # the cell's 30 s, with room for the rest
+    assert plan.peak_bytes <= max(2 * speedup.WORKER_BYTES, speedup.MEMORY_SHARE * memory)
+    for workers in (plan.strong_workers, plan.scaled_workers):
+        assert workers[:2] == (1, 2)  # the one comparison every machine can make
+        assert list(workers) == speedup.worker_counts(workers[-1])
+        assert workers[-1] <= max(2, cores)
+    assert plan.fixed_fits >= max(speedup.FIXED_FITS, plan.strong_workers[-1])  # no idle worker
+    assert plan.fixed_fits % 10 == 0 and plan.repeat == speedup.SWEEP_ROUNDS
+
+
+def test_the_plan_says_what_stopped_it(monkeypatch):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=128,memory=64GiB")
+    plan = speedup.plan_sweep(0.072)
+    assert plan.strong_workers[-1] < 128 and plan.scaled_workers[-1] < plan.strong_workers[-1]
+    text = repr(plan)
+    assert "stops early: the memory budget" in text and "stops early: the time budget" in text
+    assert f"{plan.fixed_fits} fits on {list(plan.strong_workers)} workers" in text
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2,memory=16GiB")
+    plan = speedup.plan_sweep(0.072)
+    assert plan.stops == () and "stops early" not in repr(plan)
+    assert plan.strong_workers == plan.scaled_workers == (1, 2) and plan.fixed_fits == 10
+
+
+def test_the_plans_prediction_adds_up_the_rounds():
+    plan = speedup.plan_sweep(0.1, cores=2, memory_bytes=16 << 30)
+    one_round = (10 * 0.1 + 5 * 0.1  # strong: 10 fits on 1, then on 2 workers
+                 + 4 * 0.1 + 4 * 0.1  # scaled: 4 fits on 1 worker, 8 fits on 2
+                 + 8 * 0.1  # one worker doing the grown job of 2
+                 + 5 * speedup.CALL_SECONDS)
+    assert plan.seconds == pytest.approx(3 * one_round)
+    assert plan.fits == 3 * (10 + 10 + 4 + 8 + 8)
+
+
+def test_a_slow_machine_gets_the_smallest_sweep_and_is_told(monkeypatch):
+    plan = speedup.plan_sweep(0.5, cores=8, memory_bytes=16 << 30)
+    assert plan.strong_workers == plan.scaled_workers == (1, 2)
+    assert "nothing smaller is worth measuring" in repr(plan)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"fit_seconds": 0}, "fit_seconds"), ({"fit_seconds": float("nan")}, "fit_seconds"),
+    ({"fit_seconds": "0.1"}, "fit_seconds"), ({"fit_seconds": 0.1, "cores": 0}, "cores"),
+    ({"fit_seconds": 0.1, "memory_bytes": -1}, "memory_bytes"),
+    ({"fit_seconds": 0.1, "budget_seconds": 0}, "budget_seconds"),
+])
+def test_plan_sweep_refuses_bad_input(kwargs, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        speedup.plan_sweep(**kwargs)
