@@ -269,7 +269,7 @@ class ConflictSweep:
             left.plot(d[shown], rates[shown], marker=marker, label=label)
         grid = np.geomspace(d.min(), d.max(), 50)
         model = [stale_rate_model(x, self.threads) for x in grid]
-        left.plot(grid, model, "k--", lw=1, label=f"model 1 − (1 − d)^{self.threads - 1}")
+        left.plot(grid, model, "k--", lw=1, label=f"model 1 − (1 − d)^(P−1), P = {self.threads}")
         left.set_xscale("log")
         left.set_yscale("log")
         left.set_xlabel("actual density d = nnz / (rows · features)")
