@@ -1,29 +1,34 @@
-"""Lesson 02's claims: loop order and blocking matter, packing gets close to BLAS, BLAS's
-own threads speed it up. Each function measures and returns a ``Claim`` (✓/✗ and why not).
+"""Lesson 02's claims: loop order matters, a power-of-two stride adds cache-set conflicts,
+blocking matters past the cache, packing gets close to BLAS, BLAS's own threads speed it up.
+Each function measures and returns a ``Claim`` (✓/✗ and why not, or n/a and why).
 """
 
 from __future__ import annotations
 
-import math
-
-from mlpar.core import claims, validation
+from mlpar.core import claims, timing, validation
 from mlpar.cpu import matmul as mm
 from mlpar.cpu import stream
 
 #: Rows of A in the blocking measurement: few, so B far past the cache still takes little time.
-BLOCKING_ROWS = 32
+BLOCKING_ROWS = mm.BLOCKING_ROWS
+#: The loop-order claim's size: not a power of two, so that cache-set conflicts (a separate
+#: effect, ``conflict_misses_slow_ijk``) do not inflate the ratio.
+LOOP_ORDER_N = 600
+#: Sizes of the conflict-miss experiment: a power of two and its neighbours.
+CONFLICT_SIZES = (511, 512, 513)
 
 
 def past_cache_size() -> int:
-    """The smallest power of two m whose m × m float64 matrix spans 4 last-level caches."""
-    needed = stream.CACHE_MULTIPLE * stream.last_level_cache() / stream.WORD
-    return 1 << math.ceil(math.log2(math.sqrt(needed)))
+    """The largest B side of the blocking sweep (``mm.plan_blocking``): the smallest power of
+    two m whose m × m float64 matrix spans 4 last-level caches, unless a budget capped it."""
+    return mm.plan_blocking().sizes[-1]
 
 
 def loop_order_matters(quick: bool = False):
-    """ikj (unit stride) is at least 3× faster than ijk (B read down its columns)."""
+    """ikj (unit stride, SIMD) is at least 3× faster than ijk (B read down its columns), at a
+    size that is not a power of two."""
     quick = validation.flag("quick", quick)
-    n = 384 if quick else 512
+    n = 384 if quick else LOOP_ORDER_N
     ijk = mm.measure_variant("ijk", n, repeat=2 if quick else 3)
     ikj = mm.measure_variant("ikj", n, repeat=2 if quick else 3)
     return claims.check("02", f"ikj vs ijk loop order, n = {n}", ijk.best / ikj.best,
@@ -31,15 +36,44 @@ def loop_order_matters(quick: bool = False):
                         cause="a very large cache or hardware prefetcher hides the strided reads")
 
 
+def conflict_misses_slow_ijk(quick: bool = False, *, rates=None):
+    """ijk at n = 512 runs at most 2/3 of its mean rate at n = 511 and 513 (cache-set conflicts).
+
+    ``rates``: ``{n: GFLOP/s}`` for the three ``CONFLICT_SIZES`` already measured (reused).
+    """
+    quick = validation.flag("quick", quick)
+    if rates is not None and (not isinstance(rates, dict)
+                              or not set(CONFLICT_SIZES) <= set(rates)):
+        raise TypeError(f"rates: expected a dict {{n: GFLOP/s}} for n = 511, 512 and 513, got "
+                        f"{type(rates).__name__}")
+    if rates is None:
+        rates = mm.measure_conflicts(CONFLICT_SIZES, repeat=2 if quick else 3)
+    ratio = claims.ratio(rates[512], (rates[511] + rates[513]) / 2,
+                         names=("rates[512]", "rates[511] and rates[513]"))
+    return claims.check("02", "ijk at n = 512 / mean of n = 511 and 513", ratio,
+                        at_most=2 / 3, unit="",
+                        cause="this cache's sets or associativity differ, or its prefetcher "
+                              "hides the conflicts")
+
+
 def blocking_wins_past_the_cache(quick: bool = False, *, sweep=None):
     """With B four times the last-level cache, blocked(64) is at least 1.3× faster than ikj.
 
     ``sweep``: a ``BlockingSweep`` already measured whose largest B is that large (reused).
+    Does not apply where the memory or time budget cannot hold such a B (``mm.plan_blocking``).
     """
     quick = validation.flag("quick", quick)
-    m = past_cache_size()
+    if sweep is not None and not isinstance(sweep, mm.BlockingSweep):
+        raise TypeError(f"sweep: expected a BlockingSweep (mm.measure_blocking), got "
+                        f"{type(sweep).__name__}")
+    plan = mm.plan_blocking()
+    reason = claims.precondition(llc_multiple_fits=stream.CACHE_MULTIPLE) or plan.shortfall
+    m = plan.sizes[-1]
+    if reason:
+        return claims.check("02", f"blocked vs ikj, one thread, B {8 * m * m >> 20} MiB", None,
+                            at_least=1.3, unit="×", not_applicable=reason)
     if sweep is None or sweep.sizes[-1] < m:
-        sweep = mm.measure_blocking((m,), rows=BLOCKING_ROWS, repeat=2 if quick else 3)
+        sweep = mm.measure_blocking((m,), rows=plan.rows, repeat=2 if quick else 3)
     m = sweep.sizes[-1]
     return claims.check("02", f"blocked vs ikj, one thread, B {8 * m * m >> 20} MiB",
                         sweep.gain(), at_least=1.3, unit="×",
@@ -71,7 +105,14 @@ def blas_threads_speed_up_matmul(quick: bool = False, *, table=None):
     ``table``: a ``measure_blas_threads`` table already measured, one thread first (reused).
     """
     quick = validation.flag("quick", quick)
+    if table is not None and not isinstance(table, timing.SpeedupTable):
+        raise TypeError(f"table: expected the SpeedupTable measure_blas_threads returns, got "
+                        f"{type(table).__name__}")
     top = mm.blas_threads()
+    reason = claims.precondition(cores=2)
+    if reason:
+        return claims.check("02", f"BLAS a @ b, 1 -> {top} threads", None, at_least=1.7,
+                            unit="×", not_applicable=reason)
     if table is None:
         table = mm.measure_blas_threads(512 if quick else mm.PEAK_SIZE, (1, top), repeat=3)
     cause = ("this BLAS uses a single thread" if top < 2 else
@@ -81,5 +122,5 @@ def blas_threads_speed_up_matmul(quick: bool = False, *, table=None):
                         unit="×", cause=cause)
 
 
-CLAIMS = (loop_order_matters, blocking_wins_past_the_cache, packed_reaches_a_share_of_the_peak,
-          blas_threads_speed_up_matmul)
+CLAIMS = (loop_order_matters, conflict_misses_slow_ijk, blocking_wins_past_the_cache,
+          packed_reaches_a_share_of_the_peak, blas_threads_speed_up_matmul)

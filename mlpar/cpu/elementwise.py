@@ -17,7 +17,9 @@ Variants, slowest to fastest in principle:
 * ``product_parallel``: ``prange`` splits the index range into one chunk per thread.
 
 ``horner`` is the contrast: a degree-d polynomial per element, 2d flops per 24 bytes counted
-(read x, write out), which is compute-bound for large d and so *does* scale with threads.
+(read x, write out). At the lesson's degree (``HORNER_DEGREE``) that is far right of any
+machine's ridge point, so memory is not its limit and it *does* scale with threads. Its speed
+on one core is set by the latency of its chain of multiply-adds, not by SIMD width.
 """
 
 from __future__ import annotations
@@ -137,6 +139,15 @@ def product_parallel(x, y, out=None):
     return out
 
 
+def compiled_kernel(kernel: str = "simd"):
+    """The compiled product loop itself, without the wrapper's argument checks: the
+    dispatcher ``(x, y, out)`` of the ``"scalar"`` or ``"simd"`` build. On arrays in the
+    L1 cache a call takes a few hundred nanoseconds, and the wrapper's checks (several
+    microseconds) would be most of what a timing measures."""
+    validation.choice("kernel", kernel, ("scalar", "simd"))
+    return _scalar_kernel.dispatcher() if kernel == "scalar" else _simd_kernel
+
+
 def multiply_instructions(kernel: str = "simd") -> list[str]:
     """The multiply instructions in a compiled variant's assembly ('scalar' or 'simd').
 
@@ -171,8 +182,11 @@ def horner(x: np.ndarray, coefficients: np.ndarray, out: np.ndarray | None = Non
 
     2·(d-1) flops per element for d coefficients, ``HORNER_BYTES`` (24) bytes counted:
     intensity (d-1)/12 flop/byte.
-    Parallel strategy: ``prange`` over elements, a Horner chain per element; fastmath lets LLVM
-    interleave several elements' chains in SIMD registers.
+    Parallel strategy: ``prange`` over elements, one Horner chain per element. Each step of a
+    chain waits for the previous multiply-add, so one chain runs at the latency of that
+    instruction; the out-of-order core overlaps the chains of neighbouring elements, which
+    is what one core gains. numba compiles the chain to scalar instructions
+    (``horner_instructions`` shows them): wider SIMD would not speed it up, more cores do.
     """
     validation.array("x", x, ndim=1, dtype=np.float64)
     validation.array("coefficients", coefficients, ndim=1, dtype=np.float64, min_size=1)
@@ -199,25 +213,50 @@ def random_vectors(n: int, *, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return rng.random(n) + 0.5, rng.random(n) + 0.5
 
 
-#: Degree of the polynomial that makes ``horner`` compute-bound (64 flops per 24 bytes).
-HORNER_DEGREE = 32
-#: Share of the arrays that ``measure_thread_scaling`` gives to ``horner``.
-HORNER_SHARE = 1 / 8
+#: Degree of the polynomial that makes ``horner`` clearly compute-bound: 512 flops per 24
+#: bytes (21 flop/byte), far right of the ridge of any current CPU (2-10 flop/byte).
+HORNER_DEGREE = 256
+#: The highest degree ``horner_coefficients`` builds (far past any ridge point already).
+MAX_DEGREE = 1 << 16
+#: Elements ``measure_thread_scaling`` gives to ``horner`` (at most): it is limited by
+#: arithmetic, so a short array shows the same rate in less time.
+HORNER_LENGTH = 1 << 20
+
+
+def thread_sweep(top: int | None = None) -> list[int]:
+    """1, 2, 4, ... up to ``top`` threads, and ``top`` itself (default: numba's threads)."""
+    top = threads.max_threads() if top is None else validation.positive_int("top", top)
+    counts = [1 << k for k in range(top.bit_length()) if 1 << k < top]
+    return counts + [top]
+
+
+def horner_instructions() -> list[str]:
+    """The multiply-add and multiply instructions in ``horner``'s compiled loop: scalar
+    (``sd``) or packed (``pd``), with their registers (see ``multiply_instructions``)."""
+    if not _horner_kernel.signatures:
+        _horner_kernel(np.ones(8), horner_coefficients(2), np.empty(8))
+    asm = "\n".join(_horner_kernel.inspect_asm().values())
+    found = re.findall(r"\b(v?(?:fmadd\d*|mul)[sp]d)\b[^\n]*?%([xyz]mm)", asm)
+    return sorted({f"{op} {register}" for op, register in found})
 
 
 def horner_coefficients(degree: int = HORNER_DEGREE) -> np.ndarray:
     """Fixed coefficients of a degree-``degree`` polynomial, small enough to stay finite."""
-    degree = validation.positive_int("degree", degree)
+    degree = validation.positive_int("degree", degree, maximum=MAX_DEGREE)
     return np.linspace(1.0, 0.5, degree + 1)
 
 
 def measure_thread_scaling(x: np.ndarray, y: np.ndarray, *, degree: int = HORNER_DEGREE,
                            thread_counts=None, repeat: int = 5) -> dict:
-    """Time the product (memory-bound) and ``horner`` (compute-bound) on each thread count.
+    """Time the product (memory-bound), STREAM's triad and ``horner`` (compute-bound) on each
+    thread count (default 1, 2, 4, ... up to numba's threads: ``thread_sweep()``).
 
-    Returns ``{(kernel, threads): Timing}`` with kernel ``"product"`` or ``"horner"``, bytes
-    counted by the write-allocate rule. ``horner`` runs on the first ``HORNER_SHARE`` of
-    ``x``: it is limited by arithmetic, so a shorter array shows the same rate in less time.
+    Returns ``{(kernel, threads): Timing}`` with kernel ``"product"``, ``"triad"`` or
+    ``"horner"``, bytes counted by the write-allocate rule. The triad moves the same bytes as
+    the product in the same pattern: measured in the same rounds, it is the memory roof the
+    product is compared with (a roof measured at another moment can be lower than the product
+    on a shared machine). ``horner`` runs on the first ``HORNER_LENGTH`` elements of ``x``.
+    The triad overwrites the product's output, which this function allocates itself.
     Every kernel is called once before it is timed (``timing.measure``), so compilation is
     not counted. The ``repeat`` samples of each cell are taken in rounds that visit every
     thread count in turn, and each cell keeps all its samples (``best`` is their minimum): a
@@ -227,12 +266,23 @@ def measure_thread_scaling(x: np.ndarray, y: np.ndarray, *, degree: int = HORNER
     out = _check_pair(x, y)
     coefficients = horner_coefficients(degree)
     repeat = validation.positive_int("repeat", repeat, maximum=timing.MAX_REPEAT)
-    counts = sorted({1, threads.max_threads()}) if thread_counts is None else list(thread_counts)
+    if thread_counts is None:
+        counts = thread_sweep()
+    else:
+        if isinstance(thread_counts, (str, bytes)) or not hasattr(thread_counts, "__iter__"):
+            raise TypeError(f"thread_counts: expected a sequence of thread counts, got "
+                            f"{type(thread_counts).__name__}")
+        counts = [validation.positive_int("thread_counts", k) for k in thread_counts]
+        if not counts:
+            raise ValueError("thread_counts: expected at least one count, got an empty sequence")
     n = x.shape[0]
-    m = max(1, int(n * HORNER_SHARE))
+    m = min(n, HORNER_LENGTH)
     hx, hout = x[:m], out[:m]
+    triad = stream.KERNELS["triad"]
     kernels = {  # name -> (function, arguments, bytes, flops)
         "product": (product_parallel, (x, y, out), PRODUCT_BYTES * n, n),
+        "triad": (stream.triad, (out, x, y, 3.0),
+                  stream.bytes_moved(n, reads=triad[0], writes=triad[1]), 2 * n),
         "horner": (horner, (hx, coefficients, hout), HORNER_BYTES * m, horner_flops(m, degree)),
     }
     found = {}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlpar.core import timing, validation
-from mlpar.cpu import figures
+from mlpar.cpu import figures, stream
 from mlpar.cpu.matmul_loops import (
     DEFAULT_BLOCK,
     matmul_blocked,
@@ -155,6 +155,99 @@ class BlockingSweep:
         return ax
 
 
+#: Rows of A in the blocking sweep: few, so B far past the cache still takes little time.
+BLOCKING_ROWS = 32
+#: Samples per variant and size in the blocking sweep.
+BLOCKING_REPEAT = 2
+#: The sweep's sizes of B, as fractions of the largest side m (each a quarter of the next in bytes).
+BLOCKING_STEPS = (8, 4, 2, 1)
+
+
+@dataclass(frozen=True)
+class BlockingPlan:
+    """The sizes of the blocking sweep, what set the largest, and what it will cost.
+
+    The largest B (m × m float64) should span ``stream.CACHE_MULTIPLE`` last-level caches;
+    ``limited_by`` says whether it does (``"cache"``) or whether a quarter of the free memory
+    (``"memory"``) or the time budget of a lesson cell (``"time"``) stopped it short.
+    """
+
+    sizes: tuple[int, ...]
+    rows: int
+    repeat: int
+    llc: int | None
+    limited_by: str
+
+    @property
+    def largest_bytes(self) -> int:
+        """Bytes of the largest B."""
+        return 8 * self.sizes[-1] ** 2
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held at once at the largest size: B, A (rows × m) and C (rows × m)."""
+        m = self.sizes[-1]
+        return 8 * (m * m + 2 * self.rows * m)
+
+    @property
+    def planned_seconds(self) -> float:
+        """The sweep's time at ``stream.PLANNING_GBPS``: both variants at every size, each
+        call (one warm-up, one calibration, ``repeat`` samples) at ikj's past-cache rate of
+        0.25 flop/byte — blocked is faster, so this overestimates."""
+        calls = 2 * (2 + self.repeat)
+        flops = sum(matmul_flops(self.rows, m, m) for m in self.sizes)
+        return calls * flops / (0.25 * stream.PLANNING_GBPS * 1e9)
+
+    @property
+    def shortfall(self) -> str:
+        """Why the largest B does not span the caches it should, or ""."""
+        if self.limited_by == "cache":
+            return ""
+        llc = stream.DEFAULT_LAST_LEVEL_CACHE if self.llc is None else self.llc
+        cap = ("a quarter of the free memory" if self.limited_by == "memory" else
+               f"the time budget of a lesson cell ({stream.CELL_SECONDS:g} s)")
+        return (f"the largest B ({self.largest_bytes / 2**20:,.0f} MiB) spans only "
+                f"{self.largest_bytes / llc:.2g}× the {llc / 2**20:,.0f} MiB last-level cache, "
+                f"capped by {cap}")
+
+    def __str__(self) -> str:
+        llc = ("not reported, " + f"{stream.DEFAULT_LAST_LEVEL_CACHE >> 20} MiB assumed"
+               if self.llc is None else f"{self.llc / 2**20:,.0f} MiB")
+        head = (f"B from {self.sizes[0]} to {self.sizes[-1]} square "
+                f"(largest {self.largest_bytes / 2**20:,.0f} MiB; last-level cache {llc}): ")
+        if self.limited_by == "cache":
+            return head + f"the largest spans {stream.CACHE_MULTIPLE} caches, set by the cache"
+        return head + self.shortfall
+
+
+def plan_blocking(*, rows: int = BLOCKING_ROWS, repeat: int = BLOCKING_REPEAT) -> BlockingPlan:
+    """Sizes for ``measure_blocking``: the largest B spans ``stream.CACHE_MULTIPLE``
+    last-level caches, unless a quarter of the free memory or ``stream.CELL_SECONDS`` (at
+    ``stream.PLANNING_GBPS``) caps it first; the plan says which. The hardware comes from
+    ``mlpar.core.environment`` (override: ``MLPAR_HARDWARE``)."""
+    import math
+
+    from mlpar.core import environment
+
+    rows = validation.positive_int("rows", rows)
+    repeat = validation.positive_int("repeat", repeat)
+    llc = environment.last_level_cache_bytes()
+    wanted = stream.CACHE_MULTIPLE * (stream.DEFAULT_LAST_LEVEL_CACHE if llc is None else llc)
+    log2_m = max(10, math.ceil(math.log2(math.sqrt(wanted / 8))))
+    budget = stream.MEMORY_SHARE * environment.available_memory_bytes()
+
+    def plan(log2, why):
+        m = 1 << log2
+        return BlockingPlan(tuple(max(1, m // k) for k in BLOCKING_STEPS), rows, repeat, llc, why)
+
+    chosen = plan(log2_m, "cache")
+    while chosen.sizes[-1] > 1 << 10 and chosen.nbytes > budget:
+        chosen = plan(chosen.sizes[-1].bit_length() - 2, "memory")
+    while chosen.sizes[-1] > 1 << 10 and chosen.planned_seconds > stream.CELL_SECONDS:
+        chosen = plan(chosen.sizes[-1].bit_length() - 2, "time")
+    return chosen
+
+
 def measure_blocking(sizes: Sequence[int] = (512, 1024, 2048, 4096), *, rows: int = 32,
                      block: int = DEFAULT_BLOCK, repeat: int = 3, seed: int = 0,
                      progress: bool = False) -> BlockingSweep:
@@ -167,11 +260,14 @@ def measure_blocking(sizes: Sequence[int] = (512, 1024, 2048, 4096), *, rows: in
     """
     from mlpar.core import threads
 
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
+        raise TypeError(f"sizes: expected a sequence of sizes, got {type(sizes).__name__}")
     sizes = tuple(validation.positive_int("sizes", m) for m in sizes)
     if not sizes:
         raise ValueError("sizes: expected at least one size, got an empty sequence")
-    rows = validation.positive_int("rows", rows)
+    rows = validation.positive_int("rows", rows, maximum=1 << 16)
     block = validation.positive_int("block", block)
+    progress = validation.flag("progress", progress)
     ikj, blocked = [], []
     if progress:
         from tqdm.auto import tqdm
@@ -186,6 +282,30 @@ def measure_blocking(sizes: Sequence[int] = (512, 1024, 2048, 4096), *, rows: in
             ikj.append(_time("ikj", a, b, block, "ikj", repeat).gflops)
             blocked.append(_time("blocked", a, b, block, "blocked", repeat).gflops)
     return BlockingSweep(rows, block, sizes, tuple(ikj), tuple(blocked))
+
+
+def measure_conflicts(sizes: Sequence[int] = (511, 512, 513), *, variant: str = "ijk",
+                      repeat: int = 3, seed: int = 0) -> dict:
+    """GFLOP/s of one variant (one thread) at each n × n size: ``{n: GFLOP/s}``.
+
+    At n = 512 a row of B is 4 KiB, so ijk's walk down a column of B visits addresses 4 KiB
+    apart. A cache puts each line in one *set*, chosen by the address bits just above the
+    64-byte line; addresses a multiple of 4 KiB apart share those bits in L1, and fall in a
+    small fraction of L2's sets, so the 512 lines of a column compete for a few sets that
+    hold only as many lines as the cache's associativity (8-16 ways). The column evicts
+    itself before the next j can reuse it: *conflict misses*. At 511 or 513 the column
+    spreads over all the sets.
+    """
+    from mlpar.core import threads
+
+    validation.choice("variant", variant, VARIANTS)
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
+        raise TypeError(f"sizes: expected a sequence of sizes, got {type(sizes).__name__}")
+    sizes = tuple(validation.positive_int("sizes", n, maximum=4096) for n in sizes)
+    if not sizes:
+        raise ValueError("sizes: expected at least one size, got an empty sequence")
+    with threads.using_threads(1):
+        return {n: measure_variant(variant, n, repeat=repeat, seed=seed).gflops for n in sizes}
 
 
 def blas_threads() -> int:

@@ -25,21 +25,20 @@ arrays far larger than the last-level cache, on one thread and on all of numba's
 
 from __future__ import annotations
 
-import functools
+import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from numba import njit, prange
 
-from mlpar.core import limits, threads, timing, validation
+from mlpar.core import environment, limits, threads, timing, validation
 
 #: Bytes in one float64.
 WORD = 8
 #: Arrays of a streaming probe together span at least this many last-level caches, so that
 #: almost every access goes to main memory (STREAM's own rule asks for 4).
 CACHE_MULTIPLE = 4
-#: Assumed last-level cache when the operating system does not say (a large server L3).
+#: Assumed last-level cache when the operating system does not say (a large desktop L3).
 DEFAULT_LAST_LEVEL_CACHE = 32 << 20
 
 
@@ -53,31 +52,117 @@ def bytes_moved(n: int, *, reads: int, writes: int, write_allocate: bool = True)
     return WORD * n * (reads + per_write * writes)
 
 
-@functools.cache
+#: Share of the available memory a lesson's arrays may use (issue 27: at most a quarter).
+MEMORY_SHARE = 0.25
+#: The time budget of one lesson cell, in seconds.
+CELL_SECONDS = 30.0
+#: Passes over the arrays that lesson 01's heaviest cell makes (the ladder of five variants
+#: and the STREAM roof, each with its warm-up and samples; the thread sweep at 8 thread counts).
+PASSES_PER_CELL = 120
+#: A slow streaming rate to plan with (GB/s): one core of a modest laptop. Planning with it
+#: keeps a cell within ``CELL_SECONDS`` on such a machine; faster machines finish sooner.
+PLANNING_GBPS = 8.0
+#: The most bytes the arrays of a streaming probe may span together, whatever the cache: more
+#: would make the heaviest cell last longer than ``CELL_SECONDS`` at ``PLANNING_GBPS``.
+TIME_CAP_BYTES = int(CELL_SECONDS * PLANNING_GBPS * 1e9 / PASSES_PER_CELL)
+#: The shortest array a probe uses (512 KiB of float64), however small the budget.
+MIN_LOG2_LENGTH = 16
+
+
 def last_level_cache() -> int:
-    """Size in bytes of the largest CPU cache this machine reports (Linux sysfs), or a default."""
-    sizes = []
-    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
-        text = entry.read_text().strip().upper()
-        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-        try:
-            sizes.append(int(text.rstrip("KMG")) * scale)
-        except ValueError:
-            continue
-    return max(sizes) if sizes else DEFAULT_LAST_LEVEL_CACHE
+    """Size in bytes of the last-level cache (``environment.last_level_cache_bytes``), or
+    ``DEFAULT_LAST_LEVEL_CACHE`` when the machine does not report it (see ``StreamPlan``)."""
+    llc = environment.last_level_cache_bytes()
+    return DEFAULT_LAST_LEVEL_CACHE if llc is None else llc
 
 
-MAX_LOG2_LENGTH = 23  # 64 MiB per float64 array
+def _mib(nbytes: float) -> str:
+    return f"{nbytes / 2**20:,.0f} MiB" if nbytes < 2**30 else f"{nbytes / 2**30:,.2f} GiB"
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """How long the arrays of a streaming probe are, and what set that length.
+
+    ``limited_by`` is ``"cache"`` when the arrays span ``CACHE_MULTIPLE`` last-level caches
+    (what STREAM asks for), ``"memory"`` when a quarter of the free memory stopped them
+    short, ``"time"`` when ``TIME_CAP_BYTES`` did. Only in the first case do the arrays
+    stream from main memory; otherwise part of them may be served by the cache, and a
+    "memory roof" measured on them may be a cache roof.
+    """
+
+    n: int                 # elements per array (a power of two)
+    arrays: int            # how many float64 arrays of length n
+    llc: int | None        # last-level cache in bytes; None when the machine does not say
+    budget: int            # the memory budget for the arrays, in bytes
+    limited_by: str        # "cache", "memory" or "time"
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the arrays span together."""
+        return self.arrays * WORD * self.n
+
+    @property
+    def assumed_llc(self) -> int:
+        """The cache the plan sized for: the reported one, or the default when unknown."""
+        return DEFAULT_LAST_LEVEL_CACHE if self.llc is None else self.llc
+
+    @property
+    def cache_multiple(self) -> float:
+        """How many last-level caches the arrays span (of the assumed cache when unknown)."""
+        return self.nbytes / self.assumed_llc
+
+    @property
+    def beyond_cache(self) -> bool:
+        """True when the arrays span ``CACHE_MULTIPLE`` caches: loads come from memory."""
+        return self.cache_multiple >= CACHE_MULTIPLE
+
+    @property
+    def shortfall(self) -> str:
+        """Why the arrays cannot exceed the cache here, or "" when they do."""
+        if self.beyond_cache:
+            return ""
+        cap = ("a quarter of the free memory" if self.limited_by == "memory" else
+               f"the time budget of a lesson cell ({_mib(TIME_CAP_BYTES)} of arrays)")
+        return (f"the arrays ({_mib(self.nbytes)}) span only {self.cache_multiple:.2g}× the "
+                f"{_mib(self.assumed_llc)} last-level cache, capped by {cap}: a rate measured "
+                "on them may come partly from the cache, not from memory")
+
+    def __str__(self) -> str:
+        cache = (f"{_mib(self.llc)} last-level cache" if self.llc is not None else
+                 f"last-level cache not reported, {_mib(DEFAULT_LAST_LEVEL_CACHE)} assumed")
+        head = f"{self.arrays} arrays of {self.n:,} float64 = {_mib(self.nbytes)} ({cache}): "
+        if self.beyond_cache:
+            return head + (f"{self.cache_multiple:.3g}× the cache, so loads come from main "
+                           "memory; the size was set by the cache")
+        return head + self.shortfall
+
+
+def plan_beyond_cache(arrays: int = 3) -> StreamPlan:
+    """The power-of-two length n at which ``arrays`` float64 arrays span ``CACHE_MULTIPLE``
+    last-level caches, within a memory budget (``MEMORY_SHARE`` of the free memory) and a
+    time budget (``TIME_CAP_BYTES``); when a budget stops it short, the plan says so.
+
+    The hardware comes from ``mlpar.core.environment`` (override: ``MLPAR_HARDWARE``).
+    """
+    arrays = validation.positive_int("arrays", arrays)
+    llc = environment.last_level_cache_bytes()
+    budget = int(MEMORY_SHARE * environment.available_memory_bytes())
+    wanted = CACHE_MULTIPLE * (DEFAULT_LAST_LEVEL_CACHE if llc is None else llc)
+    log2_wanted = max(MIN_LOG2_LENGTH, math.ceil(math.log2(wanted / (arrays * WORD))))
+    caps = {"memory": budget, "time": TIME_CAP_BYTES}
+    limited_by, log2_n = "cache", log2_wanted
+    for reason, cap in caps.items():  # the largest power of two within each budget
+        log2_cap = max(MIN_LOG2_LENGTH, int(math.floor(math.log2(max(1, cap // (arrays * WORD))))))
+        if log2_cap < log2_n:
+            limited_by, log2_n = reason, log2_cap
+    return StreamPlan(1 << log2_n, arrays, llc, budget, limited_by)
 
 
 def beyond_cache_length(arrays: int = 3) -> int:
-    """A power-of-two length n such that ``arrays`` float64 arrays of length n together span
-    ``CACHE_MULTIPLE`` last-level caches: a size where memory, not cache, serves the loads."""
-    arrays = validation.positive_int("arrays", arrays)
-    needed = CACHE_MULTIPLE * last_level_cache() / (arrays * WORD)
-    # Capped so that a server with a huge cache cannot push a lesson past Binder's 2 GB: there
-    # the arrays may partly fit in cache, and the memory-bound claims say so when they fail.
-    return 1 << min(MAX_LOG2_LENGTH, max(20, int(np.ceil(np.log2(needed)))))
+    """``plan_beyond_cache(arrays).n``: a power-of-two length at which ``arrays`` float64
+    arrays span ``CACHE_MULTIPLE`` last-level caches, or the most the budgets allow."""
+    return plan_beyond_cache(arrays).n
 
 
 @njit(parallel=True)
@@ -90,6 +175,14 @@ def _copy(dst, src):
 def _triad(a, b, c, s):
     for i in prange(a.shape[0]):
         a[i] = b[i] + s * c[i]
+
+
+def triad(a, b, c, s: float = 3.0):
+    """STREAM's triad ``a[i] = b[i] + s·c[i]`` on numba's threads (checked; ``a`` is written)."""
+    a, b, c = three_arrays("a, b, c", (a, b, c), written=0)
+    s = validation.number("s", s)
+    _triad(a, b, c, s)
+    return a
 
 
 #: kernel name -> (reads, writes) per element.

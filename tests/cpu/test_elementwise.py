@@ -76,11 +76,43 @@ def test_bad_out_and_sizes():
         ew.multiply_instructions("avx")
 
 
-def test_thread_scaling_times_both_kernels_on_each_count():
+def test_thread_scaling_times_every_kernel_on_each_count():
     x, y = ew.random_vectors(1 << 12, seed=0)
     found = ew.measure_thread_scaling(x, y, thread_counts=[1], repeat=1)
-    assert set(found) == {("product", 1), ("horner", 1)}
+    assert set(found) == {("product", 1), ("triad", 1), ("horner", 1)}
     assert found["product", 1].nbytes == ew.PRODUCT_BYTES * x.size == 32 * x.size
-    m = int(x.size * ew.HORNER_SHARE)
+    assert found["triad", 1].nbytes == found["product", 1].nbytes  # the same traffic
+    m = min(x.size, ew.HORNER_LENGTH)
     assert found["horner", 1].flops == ew.horner_flops(m, ew.HORNER_DEGREE)
+    assert np.all(x == x) and found["product", 1].gbps > 0
+    with pytest.raises(ValueError, match="thread_counts: expected at least one"):
+        ew.measure_thread_scaling(x, y, thread_counts=[])
+    with pytest.raises(TypeError, match="thread_counts: expected a sequence"):
+        ew.measure_thread_scaling(x, y, thread_counts=2)
+
+
+def test_thread_sweep_doubles_up_to_the_top():
+    assert ew.thread_sweep(1) == [1]
+    assert ew.thread_sweep(2) == [1, 2]
+    assert ew.thread_sweep(6) == [1, 2, 4, 6]
+    assert ew.thread_sweep(128) == [1, 2, 4, 8, 16, 32, 64, 128]
+    with pytest.raises(ValueError, match="top"):
+        ew.thread_sweep(0)
+
+
+def test_horner_is_far_right_of_any_ridge_and_compiled_to_scalar_chains():
+    intensity = 2 * ew.HORNER_DEGREE / ew.HORNER_BYTES
+    assert intensity > 10  # ridges of current CPUs: 2-10 flop/byte
+    instructions = ew.horner_instructions()
+    assert instructions and all("pd" not in op for op in instructions)  # no packed SIMD
+
+
+def test_the_raw_kernels_are_the_compiled_loops():
+    x, y = np.ones(16), np.full(16, 3.0)
+    for kind in ("scalar", "simd"):
+        out = np.empty(16)
+        ew.compiled_kernel(kind)(x, y, out)
+        assert np.all(out == 3.0)
+    with pytest.raises(ValueError, match="kernel: expected one of"):
+        ew.compiled_kernel("avx")
     assert ew.horner_coefficients(3).shape == (4,)

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from mlpar.core import environment
 from mlpar.cpu import stream
 
 
@@ -12,13 +13,57 @@ def test_bytes_follow_the_write_allocate_rule():
         stream.bytes_moved(1, reads=-1, writes=1)
 
 
-def test_last_level_cache_and_beyond_cache_length():
-    llc = stream.last_level_cache()
-    assert llc >= 1 << 15
-    n = stream.beyond_cache_length(3)
-    assert n & (n - 1) == 0 and 3 * 8 * n >= stream.CACHE_MULTIPLE * llc
+MiB, GiB = 1 << 20, 1 << 30
+
+
+def fake(monkeypatch, text):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, text)
+
+
+@pytest.mark.parametrize("llc", [1 * MiB, 32 * MiB])
+def test_small_and_typical_caches_are_exceeded_four_times(monkeypatch, llc):
+    fake(monkeypatch, f"cores=2,llc={llc},memory=8GiB")
+    plan = stream.plan_beyond_cache(3)
+    assert plan.n & (plan.n - 1) == 0 and plan.limited_by == "cache" and plan.beyond_cache
+    assert plan.nbytes >= stream.CACHE_MULTIPLE * llc
+    # the smallest such power of two (or the floor length): not more than asked for
+    assert plan.n == 1 << stream.MIN_LOG2_LENGTH or plan.nbytes / 2 < stream.CACHE_MULTIPLE * llc
+    assert plan.shortfall == "" and "set by the cache" in str(plan)
+    assert stream.beyond_cache_length(3) == plan.n and stream.last_level_cache() == llc
+
+
+@pytest.mark.parametrize("llc, memory", [(480 * MiB, 64 * GiB), (int(1.2 * GiB), 64 * GiB),
+                                         (480 * MiB, 2 * GiB)])
+def test_huge_caches_are_capped_by_a_budget_and_say_so(monkeypatch, llc, memory):
+    fake(monkeypatch, f"cores=128,llc={llc},memory={memory}")
+    plan = stream.plan_beyond_cache(3)
+    assert plan.nbytes <= stream.MEMORY_SHARE * memory and plan.nbytes <= stream.TIME_CAP_BYTES
+    assert not plan.beyond_cache and plan.limited_by == ("memory" if memory < 8 * GiB else "time")
+    assert "capped by" in plan.shortfall and "not from memory" in str(plan)
+    # the largest power of two within the budget that set it
+    cap = plan.budget if plan.limited_by == "memory" else stream.TIME_CAP_BYTES
+    assert 2 * plan.nbytes > cap
+
+
+def test_an_unknown_cache_assumes_the_default_and_says_so(monkeypatch):
+    fake(monkeypatch, "llc=unknown,memory=8GiB")
+    plan = stream.plan_beyond_cache(3)
+    assert plan.llc is None and plan.beyond_cache
+    assert plan.nbytes >= stream.CACHE_MULTIPLE * stream.DEFAULT_LAST_LEVEL_CACHE
+    assert "not reported" in str(plan) and stream.last_level_cache() == stream.DEFAULT_LAST_LEVEL_CACHE
+
+
+def test_a_tiny_memory_budget_still_gives_a_usable_length(monkeypatch):
+    fake(monkeypatch, "llc=32MiB,memory=1MiB")
+    plan = stream.plan_beyond_cache(3)
+    assert plan.n == 1 << stream.MIN_LOG2_LENGTH and plan.limited_by == "memory"
     with pytest.raises(ValueError, match="arrays"):
         stream.beyond_cache_length(0)
+
+
+def test_the_time_cap_keeps_the_heaviest_cell_within_its_budget():
+    seconds = stream.PASSES_PER_CELL * stream.TIME_CAP_BYTES / (stream.PLANNING_GBPS * 1e9)
+    assert seconds <= stream.CELL_SECONDS
 
 
 @pytest.mark.parametrize("kernel", sorted(stream.KERNELS))
