@@ -241,3 +241,121 @@ def verify_workers(client, *, timeout: float = VERIFY_TIMEOUT) -> dict[str, dict
             + "\nInstall the same mlpar version on every worker (README: Run on a real "
               "cluster), or stop those workers; no task was sent.")
     return answers
+
+
+SCHEDULER_VARIABLE = "MLPAR_DASK_SCHEDULER"
+
+
+@contextmanager
+def command_line_cluster(n_workers: int = 2, *, timeout: float = START_TIMEOUT):
+    """Start ``dask scheduler`` and ``n_workers`` × ``dask worker`` as separate programs on
+    127.0.0.1, as one would by hand on a real cluster; yield the scheduler's address; stop them.
+
+    Unlike ``dask_client()``'s ``LocalCluster``, nothing here lives in this process: the
+    scheduler and every worker (each under its nanny, which restarts it if it dies) are OS
+    processes of their own, reached only by address. Ports are chosen free by the OS (the
+    scheduler writes its address to a file the workers read). Used by the tests with an
+    external cluster and by ``scripts/cluster_notebooks.py``; every process is stopped when
+    the block ends, whatever happens inside it.
+    """
+    n_workers = limits.workers("n_workers", n_workers)
+    timeout = validation.positive("timeout", timeout)
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    with tempfile.TemporaryDirectory(prefix="mlpar-dask-") as folder:
+        scheduler_file = os.path.join(folder, "scheduler.json")
+        env = {k: v for k, v in os.environ.items() if k != SCHEDULER_VARIABLE}
+        processes: list[subprocess.Popen] = []
+
+        def start(name: str, *arguments: str) -> subprocess.Popen:
+            log = open(os.path.join(folder, f"{name}.log"), "wb")  # noqa: SIM115 - closed below
+            try:
+                return subprocess.Popen([sys.executable, "-m", "dask", *arguments], cwd=folder,
+                                        env=env, stdout=log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL)
+            finally:
+                log.close()  # the child holds its own copy
+
+        def fail(what: str) -> ClusterError:
+            logs = "".join(
+                f"\n--- {name}:\n" + _tail(os.path.join(folder, name))
+                for name in sorted(os.listdir(folder)) if name.endswith(".log"))
+            return ClusterError(f"{what} (timeout {timeout:g} s){logs}")
+
+        try:
+            processes.append(start("scheduler", "scheduler", "--host", "127.0.0.1",
+                                   "--port", "0", "--no-dashboard",
+                                   "--scheduler-file", scheduler_file))
+            deadline = time.monotonic() + timeout
+            while not os.path.exists(scheduler_file):
+                if processes[0].poll() is not None or time.monotonic() > deadline:
+                    raise fail("the Dask scheduler did not start")
+                time.sleep(0.1)
+            address = _read_address(scheduler_file, deadline)
+            for i in range(n_workers):
+                processes.append(start(
+                    f"worker-{i}", "worker", address, "--host", "127.0.0.1", "--nthreads", "1",
+                    "--name", f"worker-{i}", "--no-dashboard", "--local-directory", folder,
+                    "--death-timeout", str(int(timeout))))
+            from distributed import Client
+
+            with Client(address, timeout=timeout, set_as_default=False) as client:
+                try:
+                    client.wait_for_workers(n_workers, timeout=timeout)
+                except TimeoutError:
+                    raise fail(f"{n_workers} Dask workers did not join {address}") from None
+            yield address
+        finally:
+            _stop(processes[1:])  # workers (and the processes their nannies started) first
+            _stop(processes[:1])
+
+
+def _read_address(path: str, deadline: float) -> str:
+    import json
+    import time
+
+    while True:  # the file may be seen before it is completely written
+        try:
+            with open(path) as f:
+                return json.load(f)["address"]
+        except (ValueError, KeyError, OSError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def _tail(path: str, n: int = 1500) -> str:
+    with open(path, "rb") as f:
+        return f.read()[-n:].decode(errors="replace")
+
+
+def _stop(processes, grace: float = 10.0) -> None:
+    """Ask each process to stop (SIGTERM), wait, then kill it and whatever it started."""
+    import subprocess
+
+    import psutil
+
+    family = []
+    for p in processes:
+        try:
+            family += psutil.Process(p.pid).children(recursive=True)
+        except psutil.Error:
+            pass
+        if p.poll() is None:
+            p.terminate()
+    for p in processes:
+        try:
+            p.wait(grace)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    _, alive = psutil.wait_procs(family, timeout=grace)
+    for child in alive:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=grace)

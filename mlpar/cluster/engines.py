@@ -312,7 +312,12 @@ class DaskEngine(Engine):
     def _put(self, worker, value):
         ref = Ref(self._keys)
         self._keys += 1
-        self._stores[worker].put(ref.key, value).result()
+        try:
+            self._stores[worker].put(ref.key, value).result()
+        except (OSError, RuntimeError) as exc:
+            if (lost := self._worker_lost(exc)) is None:
+                raise
+            raise lost from exc
         return ref
 
     def start(self) -> DaskEngine:
@@ -340,15 +345,19 @@ class DaskEngine(Engine):
             else:
                 task = min(self._pending, key=lambda t: t.id)
             return task, self._pending.pop(task).result()
-        except OSError as exc:
-            raise self._worker_lost(exc) from exc
+        except (OSError, RuntimeError) as exc:
+            if (lost := self._worker_lost(exc)) is None:
+                raise
+            raise lost from exc
 
     def _gather_futures(self, futures):
         # The calls run concurrently on their workers already; collecting in order costs nothing.
         try:
             return [f.result() for f in futures]
-        except OSError as exc:
-            raise self._worker_lost(exc) from exc
+        except (OSError, RuntimeError) as exc:
+            if (lost := self._worker_lost(exc)) is None:
+                raise
+            raise lost from exc
 
     def _lost_workers(self) -> str:
         """This engine's worker addresses that the scheduler no longer lists."""
@@ -359,7 +368,8 @@ class DaskEngine(Engine):
         return ", ".join(sorted({a for a in self._address if a not in alive}))
 
     def _worker_lost(self, exc: BaseException):
-        """The error for a worker that died mid-run (a SIGKILL, a machine gone).
+        """The error for a worker that died mid-run (a SIGKILL, a machine gone); None when
+        ``exc`` was something else (a ``RuntimeError`` raised by the task, say).
 
         Its shard and state lived in an actor on it: Dask reschedules ordinary tasks, but an
         actor dies with its worker (a nanny restarts the process empty). Going on with the
@@ -368,6 +378,8 @@ class DaskEngine(Engine):
         from mlpar.cluster.dask_cluster import ClusterError
 
         gone = self._lost_workers()
+        if not gone and not isinstance(exc, OSError):
+            return None
         return ClusterError(
             f"a Dask worker stopped answering during the run ({type(exc).__name__}: {exc}); "
             f"gone from the cluster: {gone or 'none yet (the scheduler has not noticed)'}. The "
