@@ -1,5 +1,5 @@
 """Checks for lesson 05: a MapReduce gradient on shards, the time of a round, a round with
-stragglers.
+stragglers, and a predict-then-measure exercise: the best number of workers.
 
 Exercise 1 is about *how* the gradient is computed, so its check watches the data: ``X`` and
 ``y`` arrive as arrays that record every arithmetic operation on all n rows at once and every
@@ -14,7 +14,7 @@ import numpy as np
 from mlpar.cluster import tasks
 from mlpar.cluster.cost_model import CostModel
 from mlpar.cluster.engines import SimulatedEngine
-from mlpar.exercises import as_array, call, expect, expect_close, fmt, passed
+from mlpar.exercises import as_array, call, case_seed, expect, expect_close, fmt, passed
 
 # numpy functions that compute with their arguments (not merely reshape or split them)
 _ARITHMETIC = {"dot", "matmul", "einsum", "tensordot", "inner", "vdot", "sum", "mean", "outer",
@@ -81,7 +81,7 @@ def check_mapreduce_gradient(mapreduce_gradient) -> None:
     must be taken from X.
     """
     name = "Exercise 1 (MapReduce gradient)"
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(case_seed(5))
     for n, d, m in ((12, 3, 1), (12, 3, 4), (101, 5, 7), (50, 2, 50)):
         X, y, w = rng.normal(size=(n, d)), rng.normal(size=n), rng.normal(size=d)
         Xw, yw, notes = watched(X, y)
@@ -147,7 +147,7 @@ def check_round_time(round_time) -> None:
 def check_simulate_round(simulate_round) -> None:
     """``simulate_round(compute_times, message_time)`` with unequal workers (stragglers)."""
     name = "Exercise 3 (a round with stragglers)"
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(case_seed(7))
     cases = [[2.0, 2.0, 10.0], [10.0, 2.0, 2.0], [1.0], [0.5, 0.5, 0.5, 0.5]]
     cases += [list(np.round(rng.exponential(2.0, size=9), 3)) for _ in range(3)]
     for compute in cases:
@@ -160,3 +160,70 @@ def check_simulate_round(simulate_round) -> None:
                 "use the server's link first come, first served: in the order the workers "
                 "finish, not in worker order, and never before the broadcast is over.")
     passed(name, "agrees with the simulator on 7 rounds, stragglers included")
+
+
+# -- Exercise 4: predict the best number of workers, then measure it on the simulator ----------
+
+
+def equal_round(n_workers: int, message_time: float, compute_one: float) -> float:
+    """The simulator's round: ``n_workers`` equal workers share ``compute_one`` seconds of work."""
+    m = int(n_workers)
+    eng = SimulatedEngine(m, CostModel(alpha=message_time, beta=0.0, per_sample=compute_one / m))
+    eng.gather([eng.submit(i, tasks.noop, samples=1, nbytes=0) for i in range(m)])
+    return eng.elapsed()
+
+
+def best_measured(compute_one: float, message_time: float, around: float) -> tuple[int, float]:
+    """The whole number of workers with the shortest simulated round, searched near ``around``."""
+    low, high = max(1, int(around / 2)), int(2 * around) + 2
+    times = {m: equal_round(m, message_time, compute_one) for m in range(low, high + 1)}
+    best = min(times, key=times.get)
+    return best, times[best]
+
+
+def check_best_workers(best_workers) -> None:
+    """``best_workers(compute_one, message_time)``: the real m* minimising Exercise 2's round.
+
+    The round of Exercise 2, max((m + 1)t + C/m, 2mt) with C = ``compute_one``, is smallest at
+    m* = √(C/t): (m + 1)t + C/m is smallest there, and there it is still the larger of the two.
+    The prediction is graded against that exactly; the check then finds the best whole number
+    of workers on the simulator and reports how far it fell from the prediction, and why.
+    """
+    name = "Exercise 4 (the best number of workers)"
+    rng = np.random.default_rng(case_seed(13))
+    cases = [(1.0, 1e-3), (0.128, 2.45e-4)]
+    cases += [(float(rng.uniform(0.05, 5.0)), float(rng.uniform(1e-4, 5e-3))) for _ in range(3)]
+    for C, t in cases:
+        case = f"compute {fmt(C)} s on one worker, messages of {fmt(t)} s"
+        got = _number(name, call(name, best_workers, C, t), case)
+        expected = float(np.sqrt(C / t))
+        if np.isclose(got, expected, rtol=1e-9):
+            continue
+        misreadings = (
+            (np.sqrt(C / (2 * t)), "that is √(C/2t), the optimum if broadcast, compute and "
+             "replies ran one after the other (2mt + C/m); on the flat server the early workers "
+             "compute while the broadcast goes on and reply while the last one computes, so "
+             "the round is (m + 1)t + C/m: start from Exercise 2's round time"),
+            (C / t, "that is C/t: the square root is missing (set the derivative of "
+             "(m + 1)t + C/m to zero)"),
+            (np.sqrt(C * t), "that is √(C·t), the square root of the wrong ratio"),
+            (np.sqrt(2 * C / t), "that is √(2C/t): the round has one message time per worker "
+             "on the way out, not two, while compute is the larger term"),
+            (round(expected), "that is m* rounded to a whole number: the exercise asks for the "
+             "real-valued optimum of the formula, which the check then compares with the best "
+             "whole number"),
+        )
+        why = next((text for value, text in misreadings if np.isclose(got, value, rtol=1e-6)),
+                   "compare with where the derivative of (m + 1)t + C/m is zero, and check "
+                   "that 2mt is not the larger term there")
+        raise AssertionError(f"{name}: {case}: got m* = {fmt(got)}, expected {fmt(expected)}; "
+                             f"{why}")
+    C, t = cases[1]
+    predicted = float(np.sqrt(C / t))
+    model_time = 2 * np.sqrt(C * t) + t
+    best, best_time = best_measured(C, t, predicted)
+    passed(name, f"m* = √(C/t) exactly in {len(cases)} cases. Measured on the simulator for "
+           f"C = {fmt(C)} s, t = {fmt(t)} s: predicted m* = {predicted:.2f} (round "
+           f"{model_time * 1e3:.3f} ms), best whole number {best} (round {best_time * 1e3:.3f} "
+           f"ms, {abs(best_time / model_time - 1):.2%} longer): m must be a whole number and "
+           f"the round is flat near m*, so neighbours of m* cost almost the same")

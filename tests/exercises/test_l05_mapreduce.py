@@ -184,3 +184,83 @@ def test_unfinished_placeholder_says_not_done():
 def test_reference_round_matches_closed_form():
     assert ex._simulated_round([2.0, 2.0, 10.0], 1.0) == 14.0
     assert np.isclose(ex._simulated_round([0.5] * 4, 1.0), 8.0)
+
+
+# --- Exercise 4: predict the best number of workers (predict, then measure) ------------------
+BEST = "Exercise 4"
+
+
+def good_best(C, t):
+    return np.sqrt(C / t)
+
+
+def other_best(C, t):  # bisection on the slope of (m + 1)t + C/m, to machine precision
+    low, high = 1e-9, 1e12
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if t - C / mid**2 < 0 else (low, mid)
+    return (low + high) / 2
+
+
+def test_best_workers_solutions_pass(capsys):
+    import math
+
+    for solution in (good_best, other_best, lambda C, t: math.sqrt(C / t),
+                     lambda C, t: math.exp((math.log(C) - math.log(t)) / 2)):
+        ex.check_best_workers(solution)
+    out = capsys.readouterr().out
+    assert out.count("passed") == 4 and "best whole number" in out
+
+
+WRONG_BEST = {
+    "everything in sequence: √(C/2t)": (lambda C, t: np.sqrt(C / (2 * t)), "√(C/2t)"),
+    "no square root": (lambda C, t: C / t, "square root is missing"),
+    "inverted ratio": (lambda C, t: np.sqrt(C * t), "√(C·t)"),
+    "two messages per worker: √(2C/t)": (lambda C, t: np.sqrt(2 * C / t), "√(2C/t)"),
+    "rounded": (lambda C, t: round(np.sqrt(C / t)), "rounded"),
+    "hard-coded lesson case": (lambda C, t: 22.857142857142858, "expected"),
+    "None": (lambda C, t: None, "None"),
+    "a list": (lambda C, t: [np.sqrt(C / t)], "shape"),
+    "NaN": (lambda C, t: float("nan"), "finite"),
+    "raises": (lambda C, t: C["x"], "raised"),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_BEST)
+def test_wrong_best_workers_are_rejected(case):
+    wrong, message = WRONG_BEST[case]
+    with pytest.raises(AssertionError, match=BEST) as info:
+        ex.check_best_workers(wrong)
+    assert message in str(info.value)
+
+
+def test_each_exercise_is_graded_on_its_own():
+    # Issue 25 item 3: one exercise wrong and the rest right fails exactly that check.
+    right = {ex.check_mapreduce_gradient: good_gradient, ex.check_round_time: good_round_time,
+             ex.check_simulate_round: good_simulate_round, ex.check_best_workers: good_best}
+    wrong = {ex.check_mapreduce_gradient: _whole, ex.check_round_time: WRONG_ROUNDS["link-bound only"],
+             ex.check_simulate_round: _worker_order, ex.check_best_workers: WRONG_BEST["no square root"][0]}
+    for broken in right:
+        failed = []
+        for check, solution in right.items():
+            try:
+                check(wrong[check] if check is broken else solution)
+            except AssertionError:
+                failed.append(check)
+        assert failed == [broken]
+
+
+def test_grading_seed_changes_the_cases(monkeypatch):
+    from mlpar.exercises import GRADING_SEED_VARIABLE
+
+    seen = []
+
+    def spy(C, t):
+        seen.append((C, t))
+        return np.sqrt(C / t)
+
+    ex.check_best_workers(spy)
+    monkeypatch.setenv(GRADING_SEED_VARIABLE, "12345")
+    ex.check_best_workers(spy)
+    half = len(seen) // 2
+    assert seen[:half] != seen[half:]

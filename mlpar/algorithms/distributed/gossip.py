@@ -134,11 +134,11 @@ def heterogeneous_split(X, y, n_nodes: int):
     nodes must talk to agree on one model.
     """
     n_nodes = validation.integer("n_nodes", n_nodes, minimum=1, maximum=topologies.MAX_NODES)
-    validation.finite_data("X", X)
-    validation.finite_data("y", y)
-    X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
-    y = validation.array("y", y, ndim=1, dtype=np.float64, finite=True)
+    X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
+    y = validation.array("y", y, ndim=1, dtype=np.float64)
     validation.same_length("X", X, "y", y)
+    validation.finite_data("X", X)  # the first NaN named, before any round
+    validation.finite_data("y", y)
     if n_nodes > len(y):
         raise ValueError(f"n_nodes: expected at most one node per row ({len(y)}), got {n_nodes}")
     order = np.argsort(y, kind="stable")
@@ -189,10 +189,11 @@ def dpsgd(X, y, W, *, lr: float = 0.5, n_rounds: int = 100, cost: CostModel | No
     if heterogeneous:
         X, y, parts = heterogeneous_split(X, y, n)
     else:
+        X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
+        y = validation.array("y", y, ndim=1, dtype=np.float64)
+        validation.same_length("X", X, "y", y)
         validation.finite_data("X", X)
         validation.finite_data("y", y)
-        X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
-        y = validation.array("y", y, ndim=1, dtype=np.float64, finite=True)
         parts = splits.shards(len(y), n)
     bounds = np.array([s.start for s in parts] + [parts[-1].stop])
     sizes = np.diff(bounds)

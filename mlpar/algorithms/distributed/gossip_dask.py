@@ -203,8 +203,14 @@ def gossip_nodes(client, X, y, W, *, heterogeneous: bool = True, timeout: float 
     timeout = validation.positive("timeout", timeout)
     W = topologies.check_mixing(W)
     n = len(W)
-    validation.finite_data("X", X)  # before any actor starts
-    validation.finite_data("y", y)
+    if heterogeneous:  # checks X and y, NaN included, before any actor starts
+        gossip.heterogeneous_split(X, y, n)
+    else:
+        X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
+        y = validation.array("y", y, ndim=1, dtype=np.float64)
+        validation.same_length("X", X, "y", y)
+        validation.finite_data("X", X)
+        validation.finite_data("y", y)
     X, y, parts = (gossip.heterogeneous_split(X, y, n) if heterogeneous
                    else (X, y, splits.shards(len(y), n)))
     workers = sorted(client.scheduler_info()["workers"])

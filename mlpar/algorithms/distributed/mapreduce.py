@@ -86,12 +86,12 @@ def mapreduce_round(eng, shards: list[Shard], w: np.ndarray, *, message_bytes: i
 
 
 def _check_data(X, y) -> tuple[np.ndarray, np.ndarray]:
+    X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
+    y = validation.array("y", y, ndim=1, dtype=np.float64)
+    validation.same_length("X", X, "y", y)
     # Bad data is named as such (row and column of the first NaN), before any worker starts.
     validation.finite_data("X", X)
     validation.finite_data("y", y)
-    X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
-    y = validation.array("y", y, ndim=1, dtype=np.float64, finite=True)
-    validation.same_length("X", X, "y", y)
     return X, y
 
 

@@ -170,7 +170,7 @@ def check_ops(schedule: Schedule) -> None:
         raise ValueError(f"schedule: {int((~seen).sum())} op(s) missing, e.g. {Op(kinds[k], i, s)!r}")
 
 
-def check_link(link) -> None:
+def _check_link(link) -> None:
     """``link`` is None or a ``CostModel`` whose every field this simulator can honour."""
     if link is None:
         return
@@ -214,7 +214,7 @@ def simulate(schedule: Schedule, *, t_f=1.0, t_b=2.0, t_w=0.0, link: CostModel |
         raise TypeError(f"remat: expected True or False, got {remat!r}")
     if remat:
         tb = tb + tf
-    check_link(link)
+    _check_link(link)
     message_bytes = validation.integer("message_bytes", message_bytes, minimum=0)
     hop = 0.0 if link is None else link.transfer_time(message_bytes)
     stash = per_stage("activation_bytes", message_bytes if activation_bytes is None else activation_bytes, S)

@@ -100,11 +100,11 @@ def full_gradient(params, X: np.ndarray, Y: np.ndarray):
         raise TypeError(f"params: expected a list of (W, b) pairs (init_mlp), got "
                         f"{validation.describe(params)}")
     width_in, width_out = np.shape(params[0][0])[0], np.shape(params[-1][0])[-1]
+    X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
+    Y = validation.array("Y", Y, ndim=2, dtype=np.float64, min_size=1)
+    validation.same_length("X", X, "Y", Y)
     validation.finite_data("X", X)
     validation.finite_data("Y", Y)
-    X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
-    Y = validation.array("Y", Y, ndim=2, dtype=np.float64, finite=True, min_size=1)
-    validation.same_length("X", X, "Y", Y)
     if X.shape[1] != width_in or Y.shape[1] != width_out:
         raise ValueError(f"X, Y: expected {width_in} and {width_out} columns to match params, "
                          f"got {X.shape[1]} and {Y.shape[1]}")
@@ -271,11 +271,11 @@ class StagedPipeline:
 
     def run(self, X: np.ndarray, Y: np.ndarray, schedule: Schedule, *, scale: bool = True) -> StagedRun:
         """Accumulated gradients of one mini-batch, pipelined over m = schedule.m micro-batches."""
-        validation.finite_data("X", X)  # before any stage is sent work
-        validation.finite_data("Y", Y)
         X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
         Y = validation.array("Y", Y, ndim=2, dtype=np.float64, min_size=1)
         validation.same_length("X", X, "Y", Y)
+        validation.finite_data("X", X)  # before any stage is sent work
+        validation.finite_data("Y", Y)
         if not isinstance(schedule, Schedule) or schedule.p != self.p or schedule.v != 1:
             raise ValueError(f"schedule: expected a Schedule with p={self.p} and v=1, got {schedule!r}")
         simulator.check_ops(schedule)
