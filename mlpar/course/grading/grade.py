@@ -91,17 +91,18 @@ def rows_from(sub, plan: LessonPlan, rebuilt, outcome: sandbox.Outcome, options:
     where = f" while running exercise {during}" if during else ""
     memory_hint = any(s in outcome.output for s in ("MemoryError", "bad_alloc", "Cannot allocate memory",
                                                      "std::bad_alloc", "out of memory"))
+    # tampering anywhere puts the whole submission under review: every row carries the flag
+    tampered = bool(rebuilt.tampering) or any("tampering" in e.get("flags", []) for e in checks.values())
     rows = []
     for e in plan.exercises:
-        flags = list(rebuilt.flags)
-        if e.name in rebuilt.tampering:
-            flags.append("tampering")
+        flags = list(rebuilt.flags) + (["tampering"] if tampered else [])
         event = checks.get(e.name)
         if event is not None:
             flags += event.get("flags", [])
             message = event.get("message", "")
             if event.get("passed") and "tampering" in flags:
-                found = rebuilt.tampering.get(e.name) or event.get("detail") or []
+                found = (rebuilt.tampering.get(e.name) or event.get("detail")
+                         or [f for fs in rebuilt.tampering.values() for f in fs])
                 message = f"passed; flagged: {found[0]}" if found else message
             rows.append(_row(sub, e.name, event.get("passed"), message, flags, event.get("seconds", 0.0)))
             continue

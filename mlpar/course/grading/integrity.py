@@ -70,6 +70,11 @@ def scan(source: str, modules: set[str]) -> list[str]:
             elif (isinstance(target, ast.Subscript) and isinstance(base, ast.Call)
                   and isinstance(base.func, ast.Name) and base.func.id in {"vars", "globals"}):
                 note(node, f"writes into {ast.unparse(base)}")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for name in [node.module or ""] if isinstance(node, ast.ImportFrom) else [
+                    a.name for a in node.names]:
+                if name.split(".")[0] in _FORBIDDEN_NAMES:
+                    note(node, f"imports {name}")
         if isinstance(node, ast.Name) and node.id in _FORBIDDEN_NAMES:
             note(node, f"uses {node.id}")
         elif isinstance(node, ast.Attribute):
@@ -175,7 +180,9 @@ def _watched(module: str, old, new) -> bool:
 
 
 def check_altered(changes: list[str], check_module: str) -> list[str]:
-    """The changes that touched the check's own module or the shared check helpers."""
-    shared = "mlpar.exercises"
-    return [c for c in changes if c.startswith((check_module + ".", shared + ".", f"sys.modules['{shared}"))
-            or c.startswith(f"sys.modules[{check_module!r}]")]
+    """The changes that swapped the code of a check's function (its own or a shared helper's).
+
+    A rebound module attribute (``exercises.check_x = ...``) is put back and harmless: the grader
+    calls the check it imported itself. Code swapped inside a function object it holds is not.
+    """
+    return [c for c in changes if c.startswith("mlpar.exercises") and "code or defaults" in c]

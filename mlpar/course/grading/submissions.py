@@ -64,6 +64,7 @@ def student_from_flat_name(name: str, lessons: list[str]) -> str:
     stem = Path(name).stem
     _, at = lesson_in_name(stem, lessons)
     head = stem[:at] if at > 0 else ""
+    head = re.sub(r"^\s*copy of\s*", "", head, flags=re.I)  # Colab's and Drive's copies
     head = re.sub(r"_attempt_[0-9\-]+_?$", "_", head, flags=re.I)  # Blackboard
     previous = None
     while head != previous:  # ids and LMS words at the end, in any order
