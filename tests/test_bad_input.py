@@ -117,10 +117,6 @@ KNOWN = {
     # The same source is compiled by numba into the SMO loop (smo._pair_step), so no Python
     # check can live in its body; its arguments come from fit_smo, which checks them.
     "mlpar.algorithms.svm.smo.pair_step": "compiled by numba for the SMO loop",
-    # Not fixed yet (GPU helper's module): huge block counts and byte sizes allocate on the
-    # CUDA simulator before any check, and dtype arguments are not checked.
-    "mlpar.gpu.cuda_kernels": "GPU module: sizes and dtypes not yet checked (issue 16)",
-    "mlpar.gpu.backend.grid_stride_indices|n": "GPU module: n not yet capped (issue 16)",
     # Starts a Dask cluster per call: longer than the time limit on a loaded two-core machine.
     "mlpar.algorithms.distributed.parameter_server.train_with_actors": "Dask start-up time",
     "mlpar.algorithms.sgd.sparse_logistic.minus_sigmoid_gradient": "a numba function used inside the SGD "
@@ -349,6 +345,12 @@ def _baselines():
     # Per-module meanings of a name ("mlpar.x.y:name" overrides "name" in module mlpar.x.y).
     b["mlpar.cpu.elementwise:y"] = lambda: r.standard_normal(16)
     b["mlpar.gpu.cuda_kernels:y"] = lambda: r.standard_normal(16)
+    b["mlpar.gpu.transfers:y"] = lambda: r.standard_normal(16)
+    # Lesson 10 (mlpar.gpu): a matmul step's name, a blocking shape, SMs, stream chunks, versions.
+    for name, value in (("step", "wide"), ("bm", 16), ("bn", 16), ("bk", 4), ("tm", 4),
+                        ("tn", 4), ("multiprocessors", 132), ("chunks", 2),
+                        ("distribution", "numpy"), ("version", "2.4.6")):
+        b.setdefault(name, lambda value=value: value)
     b["mlpar.cpu.matmul:variant"] = lambda: "blas"
     b["mlpar.algorithms.svm.kernel_matrix:kernel"] = lambda: "rbf"
     b["mlpar.algorithms.distributed.house_prices:raw"] = lambda: r.uniform(1, 9, (10, 4))

@@ -208,7 +208,13 @@ def grid_stride_indices(thread_idx: int, block_idx: int, block_dim: int, grid_di
     thread_idx = validation.integer("thread_idx", thread_idx, minimum=0, maximum=block_dim - 1)
     block_idx = validation.integer("block_idx", block_idx, minimum=0, maximum=grid_dim - 1)
     n = validation.integer("n", n, minimum=0)
-    return list(range(block_idx * block_dim + thread_idx, n, grid_dim * block_dim))
+    start, stride = block_idx * block_dim + thread_idx, grid_dim * block_dim
+    count = max(0, -(-(n - start) // stride))
+    limit = validation.memory_bytes() // 256  # a Python int in a list costs ~36 bytes
+    if count > limit:
+        raise ValueError(f"n: expected at most {limit * stride:,} elements (a list of "
+                         f"{limit:,} indices for this thread), got {n:,}")
+    return list(range(start, n, stride))
 
 
 def grid_stride_owners(n: int, threads_per_block: int, blocks: int):

@@ -81,7 +81,7 @@ def source(func) -> str:
     return inspect.getsource(getattr(func, "py_func", None) or getattr(func, "fn", func))
 
 
-def float_dtype(name: str, value) -> np.dtype:
+def _float_dtype(name: str, value) -> np.dtype:
     """``value`` as float32 or float64, the dtypes the kernels are compiled for; else TypeError."""
     try:
         dtype = None if value is None else np.dtype(value)
@@ -92,7 +92,7 @@ def float_dtype(name: str, value) -> np.dtype:
     return dtype
 
 
-def grid_blocks(name: str, value, threads_per_block: int) -> int:
+def _grid_blocks(name: str, value, threads_per_block: int) -> int:
     """Validate a launch's block count against the path's limit (see SIMULATOR_MAX_THREADS)."""
     threads_per_block = validation.positive_int("threads_per_block", threads_per_block)
     limit = (max(1, SIMULATOR_MAX_THREADS // threads_per_block) if BACKEND == "simulator"
@@ -160,7 +160,7 @@ def occupancy_warnings(blocks: int = 3, threads_per_block: int = 128) -> list[st
     On a GPU numba warns when a grid has fewer than 128 blocks; the simulator never warns.
     """
     tpb = gpu.block_size("threads_per_block", threads_per_block)
-    blocks = grid_blocks("blocks", blocks, tpb)
+    blocks = _grid_blocks("blocks", blocks, tpb)
     x = np.ones(blocks * tpb)
     d_x, d_out = cuda.to_device(x), cuda.device_array_like(x)
     with warnings.catch_warnings(record=True) as caught:
@@ -176,7 +176,7 @@ def elementwise_product(x: np.ndarray, y: np.ndarray, *, threads_per_block: int 
     x, y = _pair("x", x, "y", y, 1)
     validation.same_shape("x", x, "y", y)
     tpb = gpu.block_size("threads_per_block", threads_per_block)
-    blocks = default_blocks(x.size, tpb) if blocks is None else grid_blocks(
+    blocks = default_blocks(x.size, tpb) if blocks is None else _grid_blocks(
         "blocks", blocks, tpb)
     d_x, d_y = cuda.to_device(x), cuda.to_device(y)
     d_out = cuda.device_array_like(x)
@@ -198,7 +198,7 @@ def sum_kernel(threads_per_block: int, dtype: np.dtype):
     The shared array's size must be a compile-time constant, hence one kernel per block size.
     """
     tpb = gpu.block_size("threads_per_block", threads_per_block, power_of_two=True)
-    nb_type = numba.from_dtype(float_dtype("dtype", dtype))
+    nb_type = numba.from_dtype(_float_dtype("dtype", dtype))
 
     @cuda.jit
     def kernel(x, partial):
@@ -225,7 +225,7 @@ def reduce_sum(x: np.ndarray, *, threads_per_block: int = 128, blocks: int | Non
     """``x.sum()`` on the device, as a numpy scalar of x's dtype (1-D float array)."""
     x = validation.array("x", x, ndim=1, dtype=FLOAT_TYPES, contiguous=True, min_size=1)
     tpb = gpu.block_size("threads_per_block", threads_per_block, power_of_two=True)
-    blocks = default_blocks(x.size, tpb) if blocks is None else grid_blocks(
+    blocks = default_blocks(x.size, tpb) if blocks is None else _grid_blocks(
         "blocks", blocks, tpb)
     kernel = sum_kernel(tpb, x.dtype)
     d_partial = cuda.device_array(blocks, dtype=x.dtype)
@@ -246,7 +246,7 @@ def naive_matmul_kernel(dtype: np.dtype):
     Thread (x, y) of the 2-D grid computes c[y, x] from row y of a and column x of b:
     2k global loads per output, so every element of a is read p times and of b m times.
     """
-    nb_type = numba.from_dtype(float_dtype("dtype", dtype))
+    nb_type = numba.from_dtype(_float_dtype("dtype", dtype))
 
     @cuda.jit
     def kernel(a, b, c):
@@ -273,7 +273,7 @@ def tiled_matmul_kernel(tile: int, dtype: np.dtype):
     b or c load zeros and skip the write, so any m, k, p work, multiples of ``tile`` or not.
     """
     tile = validation.positive_int("tile", tile, maximum=32)  # tile*tile threads <= 1024
-    nb_type = numba.from_dtype(float_dtype("dtype", dtype))
+    nb_type = numba.from_dtype(_float_dtype("dtype", dtype))
 
     @cuda.jit
     def kernel(a, b, c):

@@ -73,7 +73,7 @@ def register_blocked_kernel(shape: gpu.Blocking, dtype):
     threads on neighbouring addresses), wait, then for each of the bk values of k load tm
     values of A and tn of B into registers and add their outer product to the accumulators.
     """
-    nb_type = ck.numba.from_dtype(ck.float_dtype("dtype", dtype))
+    nb_type = ck.numba.from_dtype(ck._float_dtype("dtype", dtype))
     bm, bn, bk, tm, tn = (_shape(shape, dtype, False).bm, shape.bn, shape.bk, shape.tm,
                           shape.tn)
     threads = shape.threads
@@ -127,7 +127,7 @@ def wide_kernel(shape: gpu.Blocking, dtype):
     row of B), and A's tile is stored transposed, ``sa[k, row]``, so at each k a thread reads
     its tm values of A from neighbouring shared-memory words, as it does its tn values of B.
     """
-    nb_type = ck.numba.from_dtype(ck.float_dtype("dtype", dtype))
+    nb_type = ck.numba.from_dtype(ck._float_dtype("dtype", dtype))
     bm, bn, bk, tm, tn = (_shape(shape, dtype, True).bm, shape.bn, shape.bk, shape.tm,
                           shape.tn)
     threads = shape.threads
@@ -213,6 +213,9 @@ def kernel_gflops(step: str, a: np.ndarray, b: np.ndarray, *, tile: int = 16,
     """GFLOP/s of one step's kernel alone (inputs already on the device, compiled, warm)."""
     validation.choice("step", step, STEPS)
     repeat = validation.positive_int("repeat", repeat)
+    tile = validation.positive_int("tile", tile, maximum=32)  # used by the first two steps
+    if shape is not None:  # used by the last two
+        _shape(shape, np.float64, False)
     if step in ("naive", "tiled"):
         a, b, tile, grid = ck._matmul_args(a, b, tile)
         kernel = ck.tiled_matmul_kernel(tile, a.dtype) if step == "tiled" else \

@@ -135,7 +135,7 @@ def time_product(x: np.ndarray, y: np.ndarray, *, threads_per_block: int = 128,
     x, y = ck._pair("x", x, "y", y, 1)
     validation.same_shape("x", x, "y", y)
     tpb = gpu.block_size("threads_per_block", threads_per_block)
-    blocks = ck.default_blocks(x.size, tpb) if blocks is None else ck.grid_blocks(
+    blocks = ck.default_blocks(x.size, tpb) if blocks is None else ck._grid_blocks(
         "blocks", blocks, tpb)
     # Timing launches fill the device (default_blocks), so no occupancy warning is expected.
     return _time_stages("elementwise product", [x, y], x.shape, x.dtype,
