@@ -38,10 +38,13 @@ def check_parallel_fit(X, y, n_jobs):
     """
     if n_jobs is not None:
         n_jobs = limits.workers("n_jobs", n_jobs, allow_all=True)
-    cleanup.remove_stale_shm()
-    X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
+    X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
+    validation.finite_data("X", X)  # bad data named as such, before any worker starts
     validation.same_length("X", X, "y", y)
     y = np.asarray(y)
+    if y.dtype.kind == "f":
+        validation.finite_data("y", y)
+    cleanup.remove_stale_shm()
     smo.signed_labels(y)
     return X, y, n_jobs
 

@@ -136,8 +136,11 @@ def fit_pegasos(
     """
     from mlpar.algorithms.svm.smo import signed_labels
 
-    X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
+    X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
+    validation.finite_data("X", X)  # bad data named as such, not later as a diverging step
     validation.same_length("X", X, "y", y)
+    if np.asarray(y).dtype.kind == "f":
+        validation.finite_data("y", np.asarray(y))
     y_signed, classes = signed_labels(y)
     lam = validation.positive("lam", lam)
     n_epochs = validation.positive_int("n_epochs", n_epochs, maximum=100_000)

@@ -303,8 +303,11 @@ def fit_smo(
     parallel : with ``kernel_rows='all'``, compute the matrix on numba's threads. The SMO loop
         itself is serial: each step depends on the gradient the previous one left.
     """
-    X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
+    X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
+    validation.finite_data("X", X)  # bad data named as such, before the solver starts
     validation.same_length("X", X, "y", y)
+    if np.asarray(y).dtype.kind == "f":
+        validation.finite_data("y", np.asarray(y))
     y_signed, classes = signed_labels(y)
     parallel = validation.flag("parallel", parallel)
     n = X.shape[0]

@@ -305,8 +305,11 @@ def fit_smo_fast(
     **svm_params : ``C``, ``kernel``, ``gamma``, ``degree``, ``coef0``, ``tol``, as ``fit_smo``
         (second-order working-set selection, libsvm's rule, always).
     """
-    X = validation.array("X", X, ndim=2, dtype=np.float64, finite=True, min_size=1)
+    X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
+    validation.finite_data("X", X)  # bad data named as such, before the solver starts
     validation.same_length("X", X, "y", y)
+    if np.asarray(y).dtype.kind == "f":
+        validation.finite_data("y", np.asarray(y))
     y_signed, classes = smo.signed_labels(y)
     if not isinstance(shrinking, bool):
         raise TypeError(f"shrinking: expected True or False, got {type(shrinking).__name__}")

@@ -64,7 +64,7 @@ def test_projection_keeps_weights_in_ball(cancer):
         ({"seed": -1}, ValueError, "seed"),
         ({"project": "yes"}, TypeError, "project"),
         ({"y": np.zeros(6)}, ValueError, "exactly two classes"),
-        ({"X": np.full((6, 2), np.nan)}, ValueError, "X: expected finite"),
+        ({"X": np.full((6, 2), np.nan)}, ValueError, "X: NaN at row 0, column 0"),
     ],
 )
 def test_bad_input(kwargs, error, match):

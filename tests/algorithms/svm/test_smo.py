@@ -151,7 +151,7 @@ def test_max_iter_warns_and_reports_not_converged():
         ({"gamma": 0.0}, ValueError, "gamma"),
         ({"gamma": -2.0}, ValueError, "gamma"),
         ({"kernel": "sigmoid"}, ValueError, "kernel: expected one of"),
-        ({"X": np.full((10, 2), np.nan)}, ValueError, "X: expected finite"),
+        ({"X": np.full((10, 2), np.nan)}, ValueError, "X: NaN at row 0, column 0"),
         ({"tol": 0.0}, ValueError, "tol"),
         ({"selection": "random"}, ValueError, "selection"),
         ({"kernel_rows": "some"}, ValueError, "kernel_rows"),
