@@ -82,6 +82,9 @@ SCRIPT = textwrap.dedent('''
     out["register float32"] = close(mm.register_blocked_matmul(a, b), a @ b, np.float32)
     out["gflops"] = [mm.kernel_gflops(s, a, b, tile=4, repeat=1) > 0 for s in mm.STEPS]
     out["cublas on simulator"] = list(mm.cublas_gflops(a, b, repeat=1)) == [None, None]
+    small = [gpu.Blocking(8, 16, 4, 2, 4), mm.SIMULATOR_SHAPE]
+    tuned = mm.tune(a, b, shapes=small, repeat=1)  # checked, not ranked, on the simulator
+    out["tune"] = [[s == t for (s, _), t in zip(tuned, small)], [r != r for _, r in tuned]]
 
     # pinned memory and streams: correct on the simulator (their times are not GPU times)
     xo = rng.standard_normal(103)
@@ -236,6 +239,7 @@ def test_register_blocked_and_wide_matmul_equal_numpy(results, case):
 def test_every_step_is_timed_and_cublas_is_absent_on_the_simulator(results):
     assert results["gflops"] == [True] * 4
     assert results["cublas on simulator"] is True
+    assert results["tune"] == [[True, True], [True, True]]  # same order, NaN rates
 
 
 def test_pinned_memory_and_streams_give_numpys_product(results):
