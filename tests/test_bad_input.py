@@ -52,6 +52,7 @@ EXCLUDED_MODULES = {
     "mlpar.course.lessons": "notebook tooling: rewrites notebooks and README; tests/course",
     "mlpar.course.run": "notebook tooling: executes a notebook in a kernel; tests/course",
     "mlpar.course.student_edition": "notebook tooling: writes notebooks; tests/course",
+    "mlpar.course.grading": "the grader's package (docstring only); tests/course",
     "mlpar.exercises": "grading helpers: by design they turn any student value into a failed "
                        "check, never an exception; tests/exercises covers them",
     "mlpar.core.plots": "plotting only (a figure, no arguments)",
@@ -62,6 +63,8 @@ EXCLUDED_MODULES = {
 EXCLUDED_PREFIXES = {
     "mlpar.exercises.": "check_<exercise>(student_answer): graded checks report, never raise, "
                         "on a student's value; tests/exercises gives them wrong answers",
+    "mlpar.course.grading.": "the grader: any junk in a submitted notebook becomes an error row by "
+                             "design; it starts grading processes; tests/course gives it bad files",
 }
 # Single functions.
 EXCLUDED_FUNCTIONS = {
@@ -88,6 +91,10 @@ EXCLUDED_FUNCTIONS = {
                                                   "arguments are checked in "
                                                   "tests/algorithms/distributed/test_gossip_dask.py",
     "mlpar.benchmarks.distributed.scheduler_rounds": "needs a running Dask client (benchmark)",
+    "mlpar.cluster.dask_cluster.command_line_cluster": "starts a scheduler and worker programs "
+                                                        "(a real, bounded start-up that a short "
+                                                        "timeout may fail with ClusterError); "
+                                                        "tests/cluster/test_external_cluster.py",
     "mlpar.algorithms.pipeline.simulator.per_stage": "a validator (name, value, n) like "
                                                      "core.validation: its messages name `name`",
     "mlpar.algorithms.distributed.topologies.check_graph": "a validator (name, g) like "

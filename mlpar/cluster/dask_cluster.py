@@ -36,6 +36,7 @@ START_TIMEOUT = 60  # seconds for the workers to come up on a slow, busy laptop
 # second; these bound the wait when something is wrong, they are not expected durations.
 CONNECT_TIMEOUT = 20
 VERIFY_TIMEOUT = 20
+MAX_TIMEOUT = 3600  # an hour: longer is a mistake (and overflows asyncio's clock if huge)
 
 
 class ClusterError(RuntimeError):
@@ -124,7 +125,7 @@ def connect(address: str, *, timeout: float = CONNECT_TIMEOUT):
     if not address.strip():
         raise ValueError("address: expected a scheduler address such as "
                          "'tcp://127.0.0.1:8786', got an empty string")
-    timeout = validation.positive("timeout", timeout)
+    timeout = validation.number("timeout", timeout, low=0, low_open=True, high=MAX_TIMEOUT)
     from distributed import Client
 
     try:
@@ -192,7 +193,7 @@ def verify_workers(client, *, timeout: float = VERIFY_TIMEOUT) -> dict[str, dict
     if not isinstance(client, Client):
         raise TypeError(f"client: expected a dask.distributed.Client (as dask_client yields), "
                         f"got {type(client).__name__}")
-    timeout = validation.positive("timeout", timeout)
+    timeout = validation.number("timeout", timeout, low=0, low_open=True, high=MAX_TIMEOUT)
     import numpy
 
     import mlpar
@@ -259,7 +260,7 @@ def command_line_cluster(n_workers: int = 2, *, timeout: float = START_TIMEOUT):
     the block ends, whatever happens inside it.
     """
     n_workers = limits.workers("n_workers", n_workers)
-    timeout = validation.positive("timeout", timeout)
+    timeout = validation.number("timeout", timeout, low=0, low_open=True, high=MAX_TIMEOUT)
     import subprocess
     import sys
     import tempfile
