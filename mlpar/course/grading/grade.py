@@ -135,28 +135,18 @@ def notes_of(rebuilt, outcome) -> list[str]:
     return notes
 
 
-def verify_workers(client) -> None:
-    """A clear error unless every Dask worker has this version of mlpar (before any grading)."""
+def connect(address: str):
+    """A client of the Dask scheduler at ``address`` whose workers all run this mlpar version.
+
+    Uses ``mlpar.cluster.dask_cluster.connect`` (which checks every worker before any task is
+    sent); its refusal becomes a :class:`GraderError`.
+    """
+    from mlpar.cluster import dask_cluster
+
     try:
-        from mlpar.cluster import dask_cluster
-
-        theirs = getattr(dask_cluster, "verify_workers", None)
-    except ImportError:
-        theirs = None
-    if theirs is not None:
-        theirs(client)
-        return
-    import importlib.metadata
-
-    mine = importlib.metadata.version("mlpar")
-    found = client.run(importlib.metadata.version, "mlpar", on_error="return")
-    if not found:
-        raise GraderError("scheduler: the cluster has no workers")
-    wrong = {w: v for w, v in found.items() if v != mine}
-    if wrong:
-        described = ", ".join(f"{w}: {'no mlpar' if isinstance(v, BaseException) else 'mlpar ' + str(v)}"
-                              for w, v in sorted(wrong.items(), key=lambda kv: kv[0]))
-        raise GraderError(f"scheduler: every worker needs mlpar {mine} installed; {described}")
+        return dask_cluster.connect(address)
+    except (dask_cluster.ClusterError, ValueError, TypeError) as exc:
+        raise GraderError(f"scheduler: {exc}") from exc
 
 
 def grade(folder: Path, out: Path, *, official: Path | None = None, jobs: int = 1,
@@ -224,17 +214,9 @@ def grade(folder: Path, out: Path, *, official: Path | None = None, jobs: int = 
 
 
 def _grade_on_cluster(address: str, prepared, options: Options, complete) -> None:
-    try:
-        from distributed import Client
-        from distributed import as_completed as dask_completed
-    except ImportError as exc:
-        raise GraderError("scheduler: Dask's distributed package is not installed") from exc
-    try:
-        client = Client(address, timeout="10s")
-    except OSError as exc:
-        raise GraderError(f"scheduler: cannot reach the Dask scheduler at {address}: {exc}") from exc
-    with client:
-        verify_workers(client)
+    from distributed import as_completed as dask_completed
+
+    with connect(address) as client:
         futures = {client.submit(sandbox.run_job, rebuilt.job, timeout=options.timeout,
                                  memory_mb=options.memory_mb, pure=False): (sub, rebuilt)
                    for sub, rebuilt in prepared}

@@ -1,0 +1,97 @@
+"""The grading process's limits: nothing left running, nothing written outside its scratch folder.
+
+Jobs here are a cell or two with no lesson around them, so each costs one short process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import psutil
+
+from mlpar.course.__main__ import main
+from mlpar.course.grading import sandbox
+
+
+def _job(*sources):
+    return {"lesson": "none", "seed": 1,
+            "cells": [{"kind": "solution", "exercises": ["x"], "source": s} for s in sources]}
+
+
+def _graded_processes() -> set[int]:
+    """Processes carrying a grading token in their environment (any grading run's)."""
+    found = set()
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if sandbox.TOKEN_VARIABLE in proc.environ() and proc.status() != psutil.STATUS_ZOMBIE:
+                found.add(proc.pid)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def test_a_fork_bomb_of_workers_and_an_escaped_child_are_all_killed():
+    before = _graded_processes()
+    outcome = sandbox.run_job(_job("""\
+import subprocess, time
+from joblib import Parallel, delayed
+escaped = subprocess.Popen(["sleep", "300"], start_new_session=True)  # leaves the process group
+print("escaped pid", escaped.pid, flush=True)
+Parallel(n_jobs=3)(delayed(time.sleep)(300) for _ in range(6))"""), timeout=15, memory_mb=3072)
+    assert outcome.timed_out and not outcome.finished
+    escaped = int(outcome.output.split("escaped pid")[1].split()[0])
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _graded_processes() - before:
+        time.sleep(0.2)
+    assert _graded_processes() - before == set()
+    assert not psutil.pid_exists(escaped) or psutil.Process(escaped).status() == psutil.STATUS_ZOMBIE
+
+
+def test_home_tmp_and_cwd_are_one_scratch_folder_removed_afterwards():
+    outcome = sandbox.run_job(_job("""\
+import os, tempfile
+open("here.txt", "w").write("x")
+open(os.path.expanduser("~/home.txt"), "w").write("x")
+tempfile.mkstemp()
+print("places", os.getcwd(), os.environ["HOME"], tempfile.gettempdir(), flush=True)"""),
+        timeout=60, memory_mb=2048)
+    assert outcome.finished, outcome.output
+    cwd, home, tmp = outcome.output.split("places")[1].split()[:3]
+    assert cwd == home == tmp
+    assert not os.path.exists(cwd)
+
+
+def test_address_space_limit_turns_a_huge_allocation_into_memory_error():
+    outcome = sandbox.run_job(_job("import numpy\nhog = numpy.ones(2**33)"), timeout=60, memory_mb=1024)
+    (error,) = [e for e in outcome.events if e["event"] == "solution_error"]
+    assert error["memory"] and "MemoryError" in error["message"]
+
+
+def test_grader_exit_codes(tmp_path, capsys):
+    assert main(["grade", str(tmp_path / "absent"), "--out", str(tmp_path / "g.csv")]) == 2
+    assert "expected a folder of notebooks" in capsys.readouterr().err
+    assert main(["grade", str(tmp_path), "--out", str(tmp_path / "g.csv"), "--memory", "10"]) == 2
+    (tmp_path / "bad.ipynb").write_text("{")
+    assert main(["grade", str(tmp_path), "--out", str(tmp_path / "g.csv")]) == 0  # graded: an error row
+    assert "not valid JSON" in (tmp_path / "g.csv").read_text()
+
+
+def test_grading_on_a_dask_cluster(tmp_path):
+    from mlpar.cluster.dask_cluster import dask_client
+    from mlpar.course.grading import grade
+
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"mlpar": {"lesson": "00_index"}},
+          "cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                     "source": "def usable_threads(affinity, quota):\n    return 1"}]}
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "ann.ipynb").write_text(json.dumps(nb))
+    with dask_client(n_workers=1, processes=False) as client:
+        rows = grade.grade(tmp_path / "sub", tmp_path / "g.csv", scheduler=client.scheduler.address,
+                           options=grade.Options(timeout=120, memory_mb=3072, seed=3),
+                           echo=lambda *_: None)
+    by_exercise = {r["exercise"]: r for r in rows}
+    assert by_exercise["usable_threads"]["passed"] == 0  # 1 is not the answer for 8 cores
+    assert "returned 1, expected" in by_exercise["usable_threads"]["message"]
+    assert "missing_solution" in by_exercise["parallel_sum_of_squares"]["flags"]
