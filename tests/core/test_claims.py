@@ -64,23 +64,30 @@ def _scaling(product, horner):
             ("horner", 2): Timing("h2", (horner[1],), 0.0)}
 
 
-def test_lesson_01_thread_claims_judge_the_measured_speedups():
+def test_lesson_01_thread_claims_judge_the_measured_speedups(monkeypatch):
     from mlpar.claims import l01_loops_to_threads as l01
+    from mlpar.core import environment
 
+    # a machine where both claims apply: 2 cores, arrays of 4 caches fit the budgets
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2,llc=1MiB,memory=16GiB")
     contrast = _scaling(product=(1.0, 0.9), horner=(2.0, 1.0))
     compute = l01.threads_speed_up_compute_bound_work(True, scaling=contrast)
     memory = l01.memory_bound_work_gains_less(True, scaling=contrast)
     assert compute.held and compute.value == 2.0 and compute.unit == "×"
-    assert memory.held and abs(memory.value - 1 / 0.9) < 1e-12
+    # relative: the product's speedup (1/0.9) over horner's (2)
+    assert memory.held and abs(memory.value - (1 / 0.9) / 2.0) < 1e-12
     both_scale = _scaling(product=(2.0, 1.05), horner=(2.0, 1.0))
     failed = l01.memory_bound_work_gains_less(True, scaling=both_scale)
-    assert failed.held is False and "of the memory roof" in failed.why_not
+    assert failed.held is False and failed.why_not
     assert l01.threads_speed_up_compute_bound_work(
         True, scaling=_scaling(product=(1, 1), horner=(1.0, 0.8))).held is False
     one_thread = {k: v for k, v in contrast.items() if k[1] == 1}
     for claim in (l01.threads_speed_up_compute_bound_work, l01.memory_bound_work_gains_less):
         c = claim(True, scaling=one_thread)  # no second thread: neither held nor broken
-        assert c.held is None and "only one thread" in c.why_not
+        assert c.held is None and "only one thread" in c.not_applicable
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=1,llc=1MiB,memory=16GiB")
+    for claim in (l01.threads_speed_up_compute_bound_work, l01.memory_bound_work_gains_less):
+        assert "needs at least 2 usable cores" in claim(True, scaling=contrast).not_applicable
 
 
 def test_lesson_01_registers_four_claims():
