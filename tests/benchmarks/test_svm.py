@@ -38,3 +38,26 @@ def test_alternating_best_warms_up_and_times_each_function():
                                 repeat=2)
     assert calls == ["a", "b", "a", "b", "a", "b"]  # one warm-up each, then in turn
     assert set(best) == {"a", "b"} and all(v >= 0 for v in best.values())
+
+
+def test_kernel_thread_speedup_reports_the_spread_of_repeats():
+    figures = svm.kernel_thread_speedup(60, d=4, repeat=3)
+    assert figures["d"] == 4 and len(figures["ratios"]) == 3
+    assert all(r > 0 for r in figures["ratios"])
+    assert figures["speedup"] == figures["one_s"] / figures["many_s"]
+
+
+def test_column_split_costs_times_one_column_per_size():
+    rows = svm.column_split_costs((50, 400), d=2, repeat=2)
+    assert [r["n"] for r in rows] == [50, 400]
+    for r in rows:
+        assert r["one_s"] > 0 and r["many_s"] > 0 and r["speedup"] == r["one_s"] / r["many_s"]
+
+
+def test_column_split_costs_refuses_bad_sizes():
+    import pytest
+
+    with pytest.raises(TypeError, match="ns: expected a sequence"):
+        svm.column_split_costs(5)
+    with pytest.raises(ValueError, match="ns: expected a positive integer"):
+        svm.column_split_costs((10, 0))

@@ -1,0 +1,34 @@
+"""Lesson 09's thread claim: not applicable with one core (nothing measured), and otherwise
+judged on the best of the repeats with their spread in the statement. Hardware is faked."""
+
+import pytest
+
+from mlpar.claims import l09_svm_kernels as claims09
+from mlpar.core import environment
+
+
+def _figures(ratios, threads=2):
+    return {"n": 1200, "d": 16, "threads": threads, "one_s": 0.02, "many_s": 0.02 / max(ratios),
+            "speedup": max(ratios), "ratios": tuple(ratios)}
+
+
+def test_one_core_is_not_applicable_and_measures_nothing(monkeypatch):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=1")
+    monkeypatch.setattr(claims09.svm_bench, "kernel_thread_speedup",
+                        lambda *a, **k: pytest.fail("measured on one core"))
+    claim = claims09.kernel_matrix_scales_on_threads(quick=True)
+    assert claim.held is None and "n/a" in repr(claim) and "2 usable cores" in repr(claim)
+
+
+@pytest.mark.parametrize("ratios, held", [((1.2, 1.9, 1.8), True), ((1.1, 1.3, 1.2), False)])
+def test_best_repeat_decides_and_the_spread_is_shown(monkeypatch, ratios, held):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
+    monkeypatch.setattr(claims09.svm_bench, "kernel_thread_speedup",
+                        lambda *a, **k: _figures(ratios))
+    claim = claims09.kernel_matrix_scales_on_threads(quick=True)
+    assert claim.held is held
+    text = repr(claim)
+    assert f"repeats {min(ratios):.2f}–{max(ratios):.2f}×" in text
+    assert "needs >= 1.5×" in text
+    if not held:
+        assert "slowest thread" in text and "another program holds a core" not in text
