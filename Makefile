@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.mlpar-installed
 # JupyterLab refuses to run as root unless told; containers and CI run as root.
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: install lab test lint notebooks nav student student-check bench installs memory clean
+.PHONY: install lab test lint notebooks notebooks-cluster nav student student-check bench installs memory clean
 
 install: $(STAMP)
 
@@ -48,6 +48,11 @@ lint: $(STAMP)
 NB ?= notebooks/[0-9]*.ipynb
 notebooks: $(STAMP)
 	$(BIN)/python -m mlpar.course run $(NB)
+
+# The distributed lessons (03, 05, 06, 07) under strict nbval against `dask scheduler` and two
+# `dask worker` programs started on 127.0.0.1 (MLPAR_DASK_SCHEDULER set; stopped afterwards).
+notebooks-cluster: $(STAMP)
+	$(BIN)/python scripts/cluster_notebooks.py
 
 # Regenerate the course index and the prev/next navigation cells.
 nav: $(STAMP)
