@@ -87,11 +87,14 @@ def plot_roofline(
     *,
     annotate: bool = False,
     extra_peaks: Sequence[tuple[str, float]] = (),
+    extra_roofs: Sequence[tuple[str, float, float]] = (),
 ):
     """Draw both roofs and the measured ``points`` as (name, flops/byte, GFLOP/s).
 
     ``annotate=True`` writes each point's name beside it instead of in the legend;
-    ``extra_peaks`` adds dashed horizontal roofs, e.g. ``[("one core", 40.0)]``.
+    ``extra_peaks`` adds dashed horizontal roofs, e.g. ``[("one core", 40.0)]``;
+    ``extra_roofs`` adds whole dashed rooflines ``(name, peak GFLOP/s, bandwidth GB/s)``,
+    e.g. the one-thread roofs that one-thread points belong under.
     """
     import matplotlib.pyplot as plt
 
@@ -112,6 +115,11 @@ def plot_roofline(
     for name, peak in extra_peaks:
         ax.loglog(x, attainable(x, peak, bandwidth_gbps), color="grey", ls="--", lw=1,
                   label=f"roofline, {name}")
+    for name, peak, bandwidth in extra_roofs:
+        validation.positive(f"peak of {name}", peak)
+        validation.positive(f"bandwidth of {name}", bandwidth)
+        ax.loglog(x, attainable(x, peak, bandwidth), color="grey", ls="--", lw=1,
+                  label=f"roofline, {name}")
     for i, (name, intensity, gflops) in enumerate(points):
         if annotate:
             ax.loglog([intensity], [gflops], "o", color=f"C{i}")
@@ -128,3 +136,20 @@ def plot_roofline(
     ax.set_ylabel("GFLOP/s (log scale)")
     ax.legend(fontsize=8, loc="lower right")
     return ax
+
+
+def above_roof(points: Sequence[tuple[str, float, float]], peak_gflops: float,
+               bandwidth_gbps: float, *, tolerance: float = 0.0) -> list[str]:
+    """One sentence per point above its roof by more than ``tolerance`` (a share), or none.
+
+    A kernel cannot beat the roofs of the machine; a point above them means the roof or the
+    point was measured at a different moment (another program's load), or counted wrongly.
+    """
+    tolerance = validation.number("tolerance", tolerance, low=0.0, high=1.0)
+    found = []
+    for name, intensity, gflops in points:
+        roof = float(attainable(intensity, peak_gflops, bandwidth_gbps))
+        if gflops > roof * (1 + tolerance):
+            found.append(f"{name} lies {gflops / roof - 1:.0%} above its roof ({gflops:.3g} > "
+                         f"{roof:.3g} GFLOP/s)")
+    return found

@@ -12,8 +12,9 @@ import math
 import warnings
 
 import numpy as np
+from numba import njit, prange
 
-from mlpar.exercises import as_array, call, expect, expect_close, fmt, passed, structure
+from mlpar.exercises import as_array, call, case_seed, expect, expect_close, fmt, passed, structure
 
 #: Lengths every check tries: empty, tiny, odd, and long enough to split over threads.
 LENGTHS = (0, 1, 2, 3, 7, 1000, 100_003)
@@ -49,7 +50,7 @@ def check_axpy(axpy) -> None:
     """``axpy(a, x, y, out)`` writes ``a * x + y`` into ``out``, on several threads."""
     name = "Exercise 1 (parallel axpy)"
     _require_parallel(name, axpy, "axpy")
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(case_seed(1))
     for n in LENGTHS:
         x, y = rng.random(n), rng.random(n)
         out = np.full(n, np.nan)
@@ -84,7 +85,7 @@ def check_sum_two_accumulators(sum_two_accumulators) -> None:
     name = "Exercise 2 (two accumulators)"
     call(name, sum_two_accumulators, np.ones(3))  # a placeholder says "not done yet" first
     _two_accumulator_loop(name, sum_two_accumulators)
-    rng = np.random.default_rng(2)
+    rng = np.random.default_rng(case_seed(2))
     for n in (0, 1, 2, 3, 10, 1001):
         x = rng.random(n)
         got = call(name, sum_two_accumulators, x)
@@ -105,7 +106,7 @@ def check_chunked_sum(chunked_sum) -> None:
     """``chunked_sum(x, n_chunks)``: a prange over chunks, each summed into its own partial."""
     name = "Exercise 3 (chunked parallel sum)"
     _require_parallel(name, chunked_sum, "chunked_sum")
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(case_seed(3))
     for n, chunks in ((10, 2), (11, 3), (1000, 4), (7, 7), (5, 8), (100_003, 16), (0, 2)):
         x = rng.random(n)
         got = _compile(name, chunked_sum, x, chunks)
@@ -120,3 +121,137 @@ def check_chunked_sum(chunked_sum) -> None:
                              f"expected {fmt(expected)}{hint}")
     _require_parallel_loop(name, chunked_sum, "chunked_sum")
     passed(name, "a parallel loop over chunks; equals math.fsum for 7 lengths and chunk counts")
+
+
+# --- Exercise 4: predict, then measure ------------------------------------------------------
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def grade_prediction(name: str, func, cases, model, misreadings, *, what: str,
+                     names: tuple[str, ...]) -> None:
+    """Grade a prediction function against the lesson's model, exactly.
+
+    ``cases``: tuples of arguments; ``model(*case)``: the right answer; ``misreadings``:
+    ``(wrong_model, why)`` pairs, each a way to misread the model, recognised by its value and
+    refused with ``why``. Any other wrong value is refused with the expected one. ``names``:
+    the arguments' names, to say which case failed.
+    """
+    got, labels = [], []
+    for case in cases:
+        inputs = ", ".join(f"{k}={fmt(v)}" for k, v in zip(names, case, strict=True))
+        value = call(name, func, *case)
+        got.append(float(as_array(name, value, what=f"{what} for {inputs}", shape=())))
+        labels.append(inputs)
+    wrong = [i for i, case in enumerate(cases) if not _close(got[i], model(*case))]
+    if not wrong:
+        return
+    first = wrong[0]
+    head = (f"{name}: for {labels[first]} got {fmt(got[first])}, expected "
+            f"{fmt(model(*cases[first]))}")
+    # A misreading is recognised only when it explains every case, not one by coincidence.
+    for misread, why in misreadings:
+        if all(_close(g, misread(*case)) for g, case in zip(got, cases, strict=True)):
+            raise AssertionError(f"{head}: {why}")
+    if len(set(got)) == 1 and len(cases) > 1:
+        raise AssertionError(f"{head}: your prediction does not change with the inputs; "
+                             "compute it from the arguments")
+    raise AssertionError(head)
+
+
+#: Flops and bytes counted per element of axpy ``out[i] = a·x[i] + y[i]`` (write-allocate).
+AXPY_FLOPS = 2
+AXPY_BYTES = 32
+
+
+def axpy_model(bandwidth_gbps: float) -> float:
+    """The roofline's rate for axpy past the cache: bandwidth × 2 flops / 32 bytes (GFLOP/s)."""
+    return bandwidth_gbps * AXPY_FLOPS / AXPY_BYTES
+
+
+_GIB = 2**30 / 1e9
+AXPY_MISREADINGS = (
+    (lambda b: b * 2 / 24, "you counted 24 bytes per element; out is written, and the core "
+                           "reads a cache line before it writes into it (write-allocate): "
+                           "8 + 8 + 2·8 = 32 bytes"),
+    (lambda b: b * 1 / 32, "you counted 1 flop per element; a·x[i] + y[i] is a multiply and "
+                           "an add: 2 flops"),
+    (lambda b: b * 1 / 24, "1 flop and 24 bytes: axpy does 2 flops per element (multiply, "
+                           "add) and moves 32 bytes (write-allocate counts out twice)"),
+    (lambda b: b * 2 / 16, "you counted only the bytes read (x and y: 16); out's 8 bytes are "
+                           "read and written back too: 32 bytes"),
+    (lambda b: b * 2 / 40, "you counted a as an array; it is one number in a register, so "
+                           "only x, y (read) and out (read and written) move: 32 bytes"),
+    (lambda b: b * 2 / 32 / _GIB, "GB and GiB mixed: GB/s and GFLOP/s are both powers of ten "
+                                  "(10^9), so no 2^30 belongs in the prediction"),
+    (lambda b: b * 2 / 32 * _GIB, "GB and GiB mixed: GB/s and GFLOP/s are both powers of ten "
+                                  "(10^9), so no 2^30 belongs in the prediction"),
+    (lambda b: b, "that is the bandwidth in GB/s, not a rate in GFLOP/s: multiply it by the "
+                  "flops per byte (the arithmetic intensity)"),
+    (lambda b: b * 32 / 2, "bytes per flop, not flops per byte: the intensity is flops / bytes "
+                           "= 2 / 32"),
+)
+
+
+def check_axpy_prediction(predict_axpy_gflops) -> None:
+    """``predict_axpy_gflops(bandwidth_gbps)``: the roofline's GFLOP/s for axpy past the cache.
+
+    Graded against the model at several bandwidths, exactly; each way to misread the model
+    (bytes without write-allocate, flops miscounted, GB vs GiB, ...) is refused by name.
+    """
+    name = "Exercise 4 (predict axpy from the roofline)"
+    rng = np.random.default_rng(case_seed(14))
+    cases = [(float(b),) for b in np.round(rng.uniform(5.0, 400.0, 4), 3)] + [(25.0,)]
+    grade_prediction(name, predict_axpy_gflops, cases, axpy_model, AXPY_MISREADINGS,
+                     what="the predicted GFLOP/s", names=("bandwidth_gbps",))
+    passed(name, "bandwidth × 2 flops / 32 bytes at 5 bandwidths; now measure it")
+
+
+@njit(parallel=True)
+def _reference_axpy(a, x, y, out):
+    for i in prange(x.shape[0]):
+        out[i] = a * x[i] + y[i]
+
+
+def measure_axpy_prediction(predict_axpy_gflops, *, bandwidth_gbps: float, arrays) -> float:
+    """Time a reference parallel axpy on ``arrays`` (x, y, out; ``out`` is overwritten) and
+    print how far the measurement fell from the prediction at ``bandwidth_gbps``, and why.
+
+    Timing never grades: this only reports. The prediction used is the student's when it
+    matches the model, else the model's (and it says so). Returns measured / predicted.
+    """
+    from mlpar.claims import l01_loops_to_threads as l01_claims
+    from mlpar.core import timing, validation
+    from mlpar.cpu import stream
+
+    bandwidth_gbps = validation.positive("bandwidth_gbps", bandwidth_gbps)
+    x, y, out = stream.three_arrays("arrays", arrays, written=2)
+    predicted = axpy_model(bandwidth_gbps)
+    note = ""
+    try:
+        got = float(predict_axpy_gflops(bandwidth_gbps))
+    except Exception:  # noqa: BLE001 - a broken prediction is graded by the check, not here
+        got = float("nan")
+    if not _close(got, predicted):
+        note = " (your function's value differs from the model; the model's is used)"
+    n = x.shape[0]
+    t = timing.measure(_reference_axpy, 2.5, x, y, out, repeat=5,
+                       nbytes=AXPY_BYTES * n, flops=AXPY_FLOPS * n)
+    ratio = t.gflops / predicted
+    print(f"predicted {predicted:.3g} GFLOP/s = {bandwidth_gbps:.3g} GB/s × 2/32{note}")
+    print(f"measured  {t.gflops:.3g} GFLOP/s ({t.gbps:.3g} GB/s counted) on n = {n:,}: "
+          f"{ratio:.0%} of the prediction")
+    reason = l01_claims.memory_precondition()
+    if reason:
+        why = f"the model does not apply here: {reason}"
+    elif ratio > 1.1:
+        why = ("above the roof: the roof was measured at a busier moment, or part of the arrays "
+               "was still in the cache")
+    elif ratio < 0.8:
+        why = ("well under the roof: other programs were using the memory bus or the cores "
+               "while it ran, or the bandwidth passed in was measured with more threads")
+    else:
+        why = "within 20%: axpy is memory-bound, and the roofline predicts it"
+    print(f"why: {why}")
+    return ratio

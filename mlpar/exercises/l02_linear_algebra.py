@@ -15,7 +15,7 @@ import numpy as np
 
 from mlpar.cpu import matmul as _matmul
 from mlpar.cpu import vectorized as _vectorized
-from mlpar.exercises import as_array, call, expect, expect_close, passed, structure
+from mlpar.exercises import as_array, call, case_seed, expect, expect_close, passed, structure
 
 #: Calls that hand a whole product to BLAS or hide a loop (numpy's own Python-level loops).
 BLAS_CALLS = {"dot", "matmul", "einsum", "tensordot", "inner", "vdot", "multi_dot", "gemm",
@@ -42,7 +42,7 @@ def check_parallel_matmul(func) -> None:
            f"matmul_rows calls {', '.join(blas) or '@'}, which hands the product to BLAS; "
            "write the loops yourself")
     for n, m, p in SHAPES:
-        a, b = _matmul.random_matrices(n, m, p, seed=n * m + p)
+        a, b = _matmul.random_matrices(n, m, p, seed=case_seed(n * m + p))
         c = np.full((n, p), np.nan)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -61,7 +61,7 @@ def check_blocked_matmul(func) -> None:
     cases = [(8, 8, 8, 4), (12, 8, 16, 4), (10, 7, 13, 4), (5, 3, 2, 8), (9, 9, 9, 1),
              (20, 11, 6, 5)]
     for n, m, p, block in cases:
-        a0, b0 = _matmul.random_matrices(n, m, p, seed=n + m + p)
+        a0, b0 = _matmul.random_matrices(n, m, p, seed=case_seed(n + m + p))
         a = structure.Recorder(a0.copy())
         b = structure.Recorder(b0.copy(), a.log)
         got = call(name, func, a, b, block)
@@ -116,8 +116,8 @@ def check_gradient(func) -> None:
     call(name, func, np.ones((2, 2)), np.ones(2), np.ones(2))  # a placeholder: "not done yet"
     _no_python_loops(name, func, "gradient")
     for n, d, seed in [(50, 3, 0), (7, 11, 1), (1, 1, 2), (200, 5, 3)]:
-        X, y, _ = _vectorized.least_squares_data(n, d, seed=seed)
-        w = np.random.default_rng(seed + 100).standard_normal(d)
+        X, y, _ = _vectorized.least_squares_data(n, d, seed=case_seed(seed))
+        w = np.random.default_rng(case_seed(seed + 100)).standard_normal(d)
         expected = _vectorized.gradient_loop(X, y, w)
         Xr = structure.Recorder(X)
         got = call(name, func, Xr, structure.Recorder(y, Xr.log), structure.Recorder(w, Xr.log))
@@ -146,8 +146,8 @@ def check_squared_distances(func) -> None:
     # The last case measures points against themselves: the diagonal is exactly 0, where the
     # cancellation in ‖x‖² + ‖y‖² − 2xᵀy can leave a tiny negative number.
     for n, m, d, seed in [(6, 4, 3, 0), (1, 9, 2, 1), (5, 5, 1, 2), (30, 30, 7, 3)]:
-        X = _vectorized.random_points(n, d, seed=seed) * 10.0
-        Y = X if seed == 3 else _vectorized.random_points(m, d, seed=seed + 10)
+        X = _vectorized.random_points(n, d, seed=case_seed(seed)) * 10.0
+        Y = X if seed == 3 else _vectorized.random_points(m, d, seed=case_seed(seed + 10))
         expected = _vectorized.distances_loop(X, Y) ** 2
         Xr = structure.Recorder(X)
         got = call(name, func, Xr, structure.Recorder(Y, Xr.log))
@@ -168,3 +168,97 @@ def check_squared_distances(func) -> None:
         expect_close(name, got, expected, what=f"D² for X {X.shape} and Y {Y.shape}",
                      rtol=1e-8, atol=1e-8)
     passed(name, "no Python loop; equals the loop over pairs")
+
+
+# --- Exercise 5: predict, then measure ------------------------------------------------------
+
+def blocked_model(tile_rows: int, bandwidth_gbps: float, peak_gflops: float) -> float:
+    """The roofline's bound for the blocked loop with B past the cache (GFLOP/s): each 8-byte
+    element of B comes from memory once per tile of ``tile_rows`` rows of A and serves 2 flops
+    per row, an intensity of 2·tile_rows/8; the rate is the smaller of the two roofs."""
+    return min(peak_gflops, bandwidth_gbps * 2 * tile_rows / 8)
+
+
+_GIB = 2**30 / 1e9
+BLOCKED_MISREADINGS = (
+    (lambda r, b, p: b * 2 * r / 8, "that is above the compute roof: no kernel beats the peak; "
+                                    "the roofline is the smaller of bandwidth × intensity and "
+                                    "the peak"),
+    (lambda r, b, p: max(p, b * 2 * r / 8), "the larger of the two roofs; a kernel is held "
+                                            "to the smaller one"),
+    (lambda r, b, p: min(p, b * 2 / 8), "that is ikj's intensity (2 flops per 8 bytes): "
+                                        "blocking reads each element of B once per tile of "
+                                        "rows, and uses it for 2 flops in every row: 2·rows/8"),
+    (lambda r, b, p: min(p, b * 2 * r / 4), "4 bytes per element is float32; these matrices "
+                                            "are float64: 8 bytes"),
+    (lambda r, b, p: min(p, b * r / 8), "one flop per element and row; a multiply-add is 2 "
+                                        "flops"),
+    (lambda r, b, p: min(p, b * 8 / (2 * r)), "bytes per flop, not flops per byte: the "
+                                              "intensity is 2·rows / 8"),
+    (lambda r, b, p: min(p, b * 2 * r / 8 / _GIB), "GB and GiB mixed: GB/s and GFLOP/s are "
+                                                   "both powers of ten"),
+    (lambda r, b, p: min(p, b * 2 * r / 8 * _GIB), "GB and GiB mixed: GB/s and GFLOP/s are "
+                                                   "both powers of ten"),
+)
+
+
+def check_blocked_prediction(predict_blocked_gflops) -> None:
+    """``predict_blocked_gflops(tile_rows, bandwidth_gbps, peak_gflops)``: the roofline's
+    GFLOP/s for the blocked loop with B past the cache. Graded against the model exactly, in
+    both regimes (under the memory slope and under the compute roof); each way to misread it
+    is refused by name."""
+    from mlpar.exercises.l01_loops_to_threads import grade_prediction
+
+    name = "Exercise 5 (predict the blocked loop from the roofline)"
+    rng = np.random.default_rng(case_seed(25))
+    cases = []
+    for rows in (1, 4, 16, 32):
+        bandwidth = float(np.round(rng.uniform(5.0, 200.0), 3))
+        slope = bandwidth * 2 * rows / 8
+        # one case under the memory slope, one under the compute roof, at each tile height
+        for peak in (slope * rng.uniform(1.5, 4.0), slope * rng.uniform(0.2, 0.7)):
+            cases.append((rows, bandwidth, float(np.round(peak, 3))))
+    grade_prediction(name, predict_blocked_gflops, cases, blocked_model, BLOCKED_MISREADINGS,
+                     what="the predicted GFLOP/s",
+                     names=("tile_rows", "bandwidth_gbps", "peak_gflops"))
+    passed(name, f"min(peak, bandwidth × 2·rows / 8) in {len(cases)} cases, memory- and "
+                 "compute-bound; now compare it with the sweep")
+
+
+def compare_blocked_prediction(predict_blocked_gflops, *, sweep, bandwidth_gbps: float,
+                               peak_gflops: float) -> float:
+    """Print how far the sweep's blocked rate at its largest B fell from the prediction made
+    with one-thread roofs (the sweep runs on one thread), and why. Timing never grades.
+    Returns measured / predicted."""
+    from mlpar.core import validation
+
+    if not isinstance(sweep, _matmul.BlockingSweep):
+        raise TypeError(f"sweep: expected a BlockingSweep (mm.measure_blocking), got "
+                        f"{type(sweep).__name__}")
+    bandwidth_gbps = validation.positive("bandwidth_gbps", bandwidth_gbps)
+    peak_gflops = validation.positive("peak_gflops", peak_gflops)
+    rows = min(sweep.rows, sweep.block)
+    predicted = blocked_model(rows, bandwidth_gbps, peak_gflops)
+    try:
+        got = float(predict_blocked_gflops(rows, bandwidth_gbps, peak_gflops))
+    except Exception:  # noqa: BLE001 - a broken prediction is graded by the check, not here
+        got = float("nan")
+    note = "" if np.isclose(got, predicted, rtol=1e-9) else " (the model's value; yours differs)"
+    measured = sweep.blocked[-1]
+    ratio = measured / predicted
+    bound = "memory" if bandwidth_gbps * 2 * rows / 8 < peak_gflops else "compute"
+    print(f"predicted {predicted:.3g} GFLOP/s ({bound} roof, tile of {rows} rows){note}")
+    print(f"measured  {measured:.3g} GFLOP/s (blocked, B {sweep.b_bytes[-1] >> 20} MiB): "
+          f"{ratio:.0%} of the prediction")
+    if ratio > 1.1:
+        why = ("above the roof: the roofs were measured at another moment, or B still fits "
+               "partly in the cache")
+    elif ratio < 0.5:
+        why = ("far under the roof, which is only an upper bound: the blocked loop has no "
+               "register blocking or packing, so every multiply-add loads and stores c[i, j] "
+               "(two loads and a store per FMA): the L1 cache and the loop, not memory or the "
+               "FMA units, set its pace. packed and BLAS remove exactly that")
+    else:
+        why = "within a factor of two of the roof: the roofline bounds it well here"
+    print(f"why: {why}")
+    return ratio

@@ -51,3 +51,19 @@ def test_measured_roofs_are_not_a_kernel_of_the_lesson():
     assert roofs.peak_gflops >= roofs.peak_one_core_gflops > 0 and roofs.bandwidth_gbps > 0
     assert roofs.ridge == roofs.peak_gflops / roofs.bandwidth_gbps
     assert "BLAS dgemm" in repr(roofs) and "STREAM" in repr(roofs)
+
+
+def test_points_above_their_roof_are_named():
+    points = [("under", 1 / 32, 1.0), ("over", 1 / 32, 1.5), ("compute", 10.0, 90.0)]
+    found = roofline.above_roof(points, 80.0, 40.0)
+    assert len(found) == 2 and found[0].startswith("over lies 20% above")
+    assert roofline.above_roof(points, 80.0, 40.0, tolerance=0.15) == [found[0]]
+
+
+def test_extra_roofs_are_drawn():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = roofline.plot_roofline(80.0, 40.0, [("p", 0.1, 2.0)],
+                                extra_roofs=[("one thread", 40.0, 20.0)])
+    assert any("one thread" in line.get_label() for line in ax.get_lines())

@@ -353,3 +353,101 @@ def test_chunked_sum_returning_nan_or_none_is_reported():
         ex.check_chunked_sum(gives_nan)
     with pytest.raises(AssertionError, match=rf"^{EX3}.*has shape \(2,\), expected \(\)"):
         ex.check_chunked_sum(gives_array)
+
+
+# --- Exercise 4: predict axpy's rate from the roofline ---------------------------------------
+
+EX4 = "Exercise 4"
+
+
+def predict_axpy(bandwidth_gbps):
+    return bandwidth_gbps * 2 / 32
+
+
+def predict_axpy_by_intensity(bandwidth_gbps):  # the same model, written as the roofline reads
+    flops, bytes_read, bytes_written = 2, 16, 8
+    intensity = flops / (bytes_read + 2 * bytes_written)
+    return min(float("inf"), intensity * bandwidth_gbps)
+
+
+def predict_axpy_numpy(bandwidth_gbps):  # a 0-d numpy result is a number too
+    return np.float64(bandwidth_gbps) / np.float64(16)
+
+
+@pytest.mark.parametrize("solution", [predict_axpy, predict_axpy_by_intensity, predict_axpy_numpy])
+def test_correct_axpy_prediction_passes(solution, capsys):
+    ex.check_axpy_prediction(solution)
+    assert capsys.readouterr().out.startswith("✓ Exercise 4")
+
+
+GIB = 2**30 / 1e9
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda b: b * 2 / 24, "write-allocate"),                 # bytes without write-allocate
+    (lambda b: b * 1 / 32, "2 flops"),                        # flops miscounted
+    (lambda b: b / 24, "1 flop and 24 bytes"),                # both
+    (lambda b: b * 2 / 16, "only the bytes read"),            # reads only
+    (lambda b: b * 2 / 40, "you counted a as an array"),      # the scalar as an array
+    (lambda b: b * 2 / 32 / GIB, "GB and GiB mixed"),         # GB vs GiB, both ways
+    (lambda b: b * 2 / 32 * GIB, "GB and GiB mixed"),
+    (lambda b: b, "the bandwidth in GB/s, not a rate"),       # GB/s for GFLOP/s
+    (lambda b: b * 16, "bytes per flop, not flops per byte"),  # intensity upside down
+    (lambda b: 1.5625, "does not change with the inputs"),    # the visible case hard-coded
+    (lambda b: b * 2 / 33, r"got .*expected"),                # any other wrong value
+    (lambda b: None, "is None; did the function forget"),
+    (lambda b: [b / 16], r"has shape \(1,\), expected \(\)"),
+    (lambda b: float("nan"), "NaN or infinity"),
+    (lambda b: "1.0", "got"),
+    (None, "expected a function"),
+])
+def test_wrong_axpy_prediction_is_rejected(wrong, message):
+    with pytest.raises(AssertionError, match=f"(?s)^{EX4} .*{message}"):
+        ex.check_axpy_prediction(wrong)
+
+
+def test_axpy_prediction_cases_move_with_the_grading_seed(monkeypatch):
+    seen = {}
+
+    def spy(bandwidth_gbps):
+        seen.setdefault(key, []).append(bandwidth_gbps)
+        return predict_axpy(bandwidth_gbps)
+
+    for key in ("0", "1"):
+        monkeypatch.setenv("MLPAR_GRADING_SEED", key)
+        ex.check_axpy_prediction(spy)
+    assert seen["0"] != seen["1"]
+
+
+def test_the_measurement_reports_and_never_grades(capsys):
+    n = 1 << 12
+    x, y, out = np.ones(n), np.full(n, 2.0), np.empty(n)
+    for prediction in (predict_axpy, lambda b: 0.0):  # a wrong prediction is not graded here
+        ratio = ex.measure_axpy_prediction(prediction, bandwidth_gbps=20.0, arrays=(x, y, out))
+        text = capsys.readouterr().out
+        assert ratio > 0 and "predicted 1.25 GFLOP/s" in text and "why:" in text
+    assert "the model's is used" in text and np.all(out == 4.5)
+    with pytest.raises(ValueError, match="bandwidth_gbps"):
+        ex.measure_axpy_prediction(predict_axpy, bandwidth_gbps=-1.0, arrays=(x, y, out))
+
+
+# --- each exercise graded on its own ---------------------------------------------------------
+
+RIGHT = {"axpy": good_axpy, "sum": good_sum, "chunked": good_chunked, "predict": predict_axpy}
+WRONG = {"axpy": axpy_wrong_formula, "sum": sum_forgetting_the_tail,
+         "chunked": chunked_overlapping, "predict": lambda b: b * 2 / 24}
+CHECKS = {"axpy": ("check_axpy", EX1), "sum": ("check_sum_two_accumulators", EX2),
+          "chunked": ("check_chunked_sum", EX3), "predict": ("check_axpy_prediction", EX4)}
+
+
+@pytest.mark.parametrize("wrong_one", sorted(CHECKS))
+def test_one_wrong_exercise_fails_exactly_its_own_check(wrong_one, capsys):
+    failed = []
+    for key, (check, label) in CHECKS.items():
+        solution = WRONG[key] if key == wrong_one else RIGHT[key]
+        try:
+            getattr(ex, check)(solution)
+        except AssertionError as err:
+            assert str(err).startswith(label)
+            failed.append(key)
+    assert failed == [wrong_one]

@@ -337,3 +337,94 @@ def test_unfinished_exercises_say_not_done(capsys):
     with pytest.raises(AssertionError, match=f"^{EX1}.*not done yet"):
         ex.check_parallel_matmul(parallel_placeholder)
     assert capsys.readouterr().out == ""
+
+
+# --- Exercise 5: predict the blocked loop from the roofline ----------------------------------
+
+EX5 = "Exercise 5"
+
+
+def predict_blocked(tile_rows, bandwidth_gbps, peak_gflops):
+    return min(peak_gflops, bandwidth_gbps * 2 * tile_rows / 8)
+
+
+def predict_blocked_by_cases(tile_rows, bandwidth_gbps, peak_gflops):  # the same, with an if
+    intensity = tile_rows / 4
+    slope = intensity * bandwidth_gbps
+    if slope > peak_gflops:
+        return peak_gflops
+    return slope
+
+
+def predict_blocked_numpy(tile_rows, bandwidth_gbps, peak_gflops):
+    return np.minimum(peak_gflops, np.float64(bandwidth_gbps) * tile_rows * 0.25)
+
+
+@pytest.mark.parametrize("solution", [predict_blocked, predict_blocked_by_cases,
+                                      predict_blocked_numpy])
+def test_correct_blocked_prediction_passes(solution, capsys):
+    ex.check_blocked_prediction(solution)
+    assert capsys.readouterr().out.startswith("✓ Exercise 5")
+
+
+GIB = 2**30 / 1e9
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda r, b, p: b * 2 * r / 8, "above the compute roof"),         # no min with the peak
+    (lambda r, b, p: max(p, b * 2 * r / 8), "the larger of the two"),  # max for min
+    (lambda r, b, p: min(p, b * 2 / 8), "ikj's intensity"),            # reuse ignored
+    (lambda r, b, p: min(p, b * 2 * r / 4), "float32"),                # 4-byte elements
+    (lambda r, b, p: min(p, b * r / 8), "a multiply-add is 2"),        # flops miscounted
+    (lambda r, b, p: min(p, b * 8 / (2 * r)), "bytes per flop"),       # intensity upside down
+    (lambda r, b, p: min(p, b * 2 * r / 8 / GIB), "GB and GiB mixed"),
+    (lambda r, b, p: min(p, b * 2 * r / 8 * GIB), "GB and GiB mixed"),
+    (lambda r, b, p: p, r"got .*expected"),                            # always the peak
+    (lambda r, b, p: 8.0, "does not change with the inputs"),
+    (lambda r, b, p: None, "is None"),
+    (lambda r, b, p: [p], r"has shape \(1,\)"),
+    (lambda r, b, p: float("nan"), "NaN or infinity"),
+    ([1, 2], "expected a function"),
+])
+def test_wrong_blocked_prediction_is_rejected(wrong, message):
+    with pytest.raises(AssertionError, match=f"(?s)^{EX5} .*{message}"):
+        ex.check_blocked_prediction(wrong)
+
+
+def test_blocked_comparison_reports_and_never_grades(capsys):
+    from mlpar.cpu import matmul as mm
+
+    sweep = mm.BlockingSweep(32, 64, (64, 128), (2.0, 1.0), (4.0, 3.0))
+    ratio = ex.compare_blocked_prediction(lambda r, b, p: 0.0, sweep=sweep, bandwidth_gbps=10.0,
+                                          peak_gflops=40.0)
+    text = capsys.readouterr().out
+    assert ratio == pytest.approx(3.0 / 40.0) and "far under the roof" in text
+    assert "compute roof" in text and "yours differs" in text
+    with pytest.raises(TypeError, match="sweep"):
+        ex.compare_blocked_prediction(predict_blocked, sweep=None, bandwidth_gbps=1.0,
+                                      peak_gflops=1.0)
+
+
+# --- each exercise graded on its own ---------------------------------------------------------
+
+RIGHT = {"rows": rows_ikj, "blocked": blocked, "gradient": gradient,
+         "distances": squared_distances, "predict": predict_blocked}
+WRONG = {"rows": rows_transposed_b, "blocked": whole_product,
+         "gradient": gradient_loop_over_samples, "distances": distances_double_loop,
+         "predict": lambda r, b, p: min(p, b * 2 / 8)}
+CHECKS = {"rows": ("check_parallel_matmul", EX1), "blocked": ("check_blocked_matmul", EX2),
+          "gradient": ("check_gradient", EX3), "distances": ("check_squared_distances", EX4),
+          "predict": ("check_blocked_prediction", EX5)}
+
+
+@pytest.mark.parametrize("wrong_one", sorted(CHECKS))
+def test_one_wrong_exercise_fails_exactly_its_own_check(wrong_one, capsys):
+    failed = []
+    for key, (check, label) in CHECKS.items():
+        solution = WRONG[key] if key == wrong_one else RIGHT[key]
+        try:
+            getattr(ex, check)(solution)
+        except AssertionError as err:
+            assert str(err).startswith(label)
+            failed.append(key)
+    assert failed == [wrong_one]

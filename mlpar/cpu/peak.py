@@ -1,0 +1,140 @@
+"""The hardware's peak flop rate from its specification: cores × SIMD lanes × FMA units × 2 × GHz.
+
+A core that starts ``units`` fused multiply-adds per cycle, each on ``lanes`` float64 numbers,
+does ``2 · lanes · units`` flops per cycle (a multiply-add is two flops). Times the clock and
+the cores, that is the *spec peak*: no program exceeds it, and BLAS's dgemm, the most tuned
+code on the machine, reaches a large share of it. Comparing BLAS with the spec peak (and not
+with itself) says how much of the machine BLAS uses.
+
+Read from Linux's ``/proc/cpuinfo`` and ``lscpu``; every fact it cannot read is ``None``, and
+the peak is then "unknown". Two facts are not in either file and are assumed, and said so:
+the number of FMA units (2 on current x86 cores that have FMA, 1 otherwise), and that SIMD
+registers run at full width (some cores run AVX-512 as two 256-bit halves, which halves the
+real peak). The clock is the maximum (turbo) frequency where it is reported, so the peak is
+an upper bound.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlpar.core import validation
+
+#: float64 numbers per SIMD register, widest first: (cpuinfo flag, lanes, name).
+SIMD_WIDTHS = (("avx512f", 8, "AVX-512"), ("avx", 4, "AVX"), ("sse2", 2, "SSE2"),
+               ("asimd", 2, "NEON"))
+
+
+@dataclass(frozen=True)
+class CpuSpec:
+    """What the spec peak is made of; ``None`` where it could not be read."""
+
+    cores: int | None        # physical cores this process may use
+    lanes: int | None        # float64 per SIMD register
+    simd: str                # the instruction set the lanes come from, or ""
+    fma_units: int | None    # fused multiply-add units per core (assumed, see module doc)
+    ghz: float | None        # maximum clock, GHz
+    clock_source: str = ""   # where the clock came from
+
+    @property
+    def gflops(self) -> float | None:
+        """cores × lanes × FMA units × 2 flops × GHz, or None when a fact is unknown."""
+        facts = (self.cores, self.lanes, self.fma_units, self.ghz)
+        if any(f is None for f in facts):
+            return None
+        return self.cores * self.lanes * self.fma_units * 2 * self.ghz
+
+    @property
+    def missing(self) -> str:
+        """The facts that could not be read, or ""."""
+        names = ("cores", "SIMD width", "FMA units", "clock")
+        facts = (self.cores, self.lanes, self.fma_units, self.ghz)
+        return ", ".join(n for n, f in zip(names, facts, strict=True) if f is None)
+
+    def __str__(self) -> str:
+        if self.gflops is None:
+            return f"spec peak unknown: could not read {self.missing} from /proc/cpuinfo or lscpu"
+        return (f"spec peak {self.gflops:,.0f} GFLOP/s = {self.cores} cores × {self.lanes} "
+                f"float64 lanes ({self.simd}) × {self.fma_units} FMA units (assumed) × 2 flops × "
+                f"{self.ghz:.2f} GHz ({self.clock_source})")
+
+
+def _field(text: str, name: str) -> str | None:
+    match = re.search(rf"^{re.escape(name)}\s*:\s*(.+?)\s*$", text, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        value = float(text.replace(",", "."))  # some locales write 2600,000
+    except (AttributeError, ValueError):
+        return None
+    return value if value > 0 else None
+
+
+def parse_cpu_spec(cpuinfo: str = "", lscpu: str = "", *, usable_cores: int | None = None) -> CpuSpec:
+    """The spec facts in the text of ``/proc/cpuinfo`` and of ``lscpu`` (either may be "").
+
+    ``usable_cores``: logical CPUs this process may use (default ``environment.usable_cores``);
+    divided by the threads per core (SMT siblings share one core's FMA units).
+    """
+    for name, text in (("cpuinfo", cpuinfo), ("lscpu", lscpu)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name}: expected the text of the file as a str, got "
+                            f"{type(text).__name__}")
+    if usable_cores is None:
+        from mlpar.core import environment
+
+        usable_cores = environment.usable_cores()
+    usable_cores = validation.positive_int("usable_cores", usable_cores)
+
+    flags = set((_field(cpuinfo, "flags") or _field(cpuinfo, "Features")
+                 or _field(lscpu, "Flags") or "").split())
+    lanes, simd = next(((n, label) for flag, n, label in SIMD_WIDTHS if flag in flags),
+                       (None, ""))
+    fma_units = (2 if "fma" in flags or "asimd" in flags else 1) if flags else None
+
+    per_core = _number(_field(lscpu, "Thread(s) per core"))
+    if per_core is None:
+        siblings, cores = _number(_field(cpuinfo, "siblings")), _number(_field(cpuinfo, "cpu cores"))
+        per_core = siblings / cores if siblings and cores else 1.0
+    cores = max(1, int(usable_cores // max(1.0, per_core)))
+
+    ghz, source = None, ""
+    if (mhz := _number(_field(lscpu, "CPU max MHz"))) is not None:
+        ghz, source = mhz / 1000, "lscpu: CPU max MHz"
+    elif (match := re.search(r"@\s*([0-9.]+)\s*GHz", _field(cpuinfo, "model name") or "")):
+        ghz, source = float(match.group(1)), "model name"
+    elif (mhz := _number(_field(cpuinfo, "cpu MHz"))) is not None:
+        ghz, source = mhz / 1000, "cpuinfo: cpu MHz, the clock at this moment"
+    return CpuSpec(cores, lanes, simd, fma_units, ghz, source)
+
+
+def read_text(path: str = "/proc/cpuinfo") -> str:
+    """A file's text, or "" when it cannot be read (not Linux, no permission)."""
+    try:
+        return Path(path).read_text(errors="replace")
+    except (OSError, TypeError, ValueError):
+        return ""
+
+
+def lscpu_text() -> str:
+    """The output of ``lscpu``, or "" when it is not installed or fails."""
+    exe = shutil.which("lscpu")
+    if exe is None:
+        return ""
+    try:
+        done = subprocess.run([exe], capture_output=True, text=True, timeout=10,
+                              env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout if done.returncode == 0 else ""
+
+
+def cpu_spec() -> CpuSpec:
+    """This machine's spec facts (``parse_cpu_spec`` of ``/proc/cpuinfo`` and ``lscpu``)."""
+    return parse_cpu_spec(read_text("/proc/cpuinfo"), lscpu_text())
