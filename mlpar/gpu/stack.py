@@ -177,11 +177,11 @@ def colab_setup(*, run=subprocess.run, on_colab: bool | None = None) -> str:
         return (f"could not install {' and '.join(wanted)} ({' '.join(tail) or 'pip failed'}): "
                 "the GPU path may not work; install them by hand, restart the session and run "
                 "this cell again, or switch to a CPU runtime to use the simulator")
-    numpy_now = sys.modules.get("numpy")
-    if numpy_now is not None and release(numpy_now.__version__)[:2] >= NUMPY_WITHOUT_ROW_STACK:
-        return (f"installed {' and '.join(wanted)}, but numpy {numpy_now.__version__} is "
-                "already loaded: restart the session (Runtime > Restart session) and run "
-                "the notebook again")
+    # A numpy imported before pip ran stays in memory until the session restarts.
+    loaded = getattr(sys.modules.get("numpy"), "__version__", None)
+    if loaded is not None and loaded != installed("numpy"):
+        return (f"installed {' and '.join(wanted)}, but numpy {loaded} is already loaded: "
+                "restart the session (Runtime > Restart session) and run the notebook again")
     problems = [p for p in current().problems("gpu") if p.fatal]
     if problems:
         return "installed, but the stack still cannot work: " + "; ".join(map(str, problems))

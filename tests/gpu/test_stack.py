@@ -117,12 +117,14 @@ def test_colab_setup_says_so_when_it_cannot(monkeypatch):
     said = stack.colab_setup(run=FakeRun(1, "ERROR: No matching distribution"), on_colab=True)
     assert said.startswith("could not install numpy<2.5 and numba-cuda[cu12]")
     assert "No matching distribution" in said and "simulator" in said
-    # installed, but numpy 2.5 was imported before the cell ran: only a restart helps
-    monkeypatch.setitem(sys.modules, "numpy", types.SimpleNamespace(__version__="2.5.0"))
-    assert "restart the session" in stack.colab_setup(run=FakeRun(), on_colab=True)
-    # installed and numpy reloadable, but pip left an unusable pair behind
-    monkeypatch.setitem(sys.modules, "numpy", types.SimpleNamespace(__version__="2.4.6"))
+    # installed, but another numpy was imported before the cell ran: only a restart helps
+    for loaded in ("2.5.0", "2.0.2"):
+        monkeypatch.setitem(sys.modules, "numpy", types.SimpleNamespace(__version__=loaded))
+        said = stack.colab_setup(run=FakeRun(), on_colab=True)
+        assert f"numpy {loaded} is already loaded: restart the session" in said
+    # installed, nothing stale in memory, but pip left an unusable pair behind
     fake_versions(monkeypatch, numpy="2.5.1")
+    monkeypatch.setitem(sys.modules, "numpy", types.SimpleNamespace(__version__="2.5.1"))
     assert "still cannot work" in stack.colab_setup(run=FakeRun(), on_colab=True)
 
 
