@@ -278,3 +278,31 @@ def test_a_worker_dead_before_the_run_starts_is_named(address, client):
         box = outcome_within(lambda: mapreduce.gradient_descent(X, y, engine=engine), 60)
     assert isinstance(box.get("error"), ClusterError), box
     assert victim in str(box["error"])
+
+
+def test_the_lessons_find_the_cluster_through_the_environment(address, client, monkeypatch):
+    # what `make notebooks-cluster` relies on: no address in the lesson's code, only the variable
+    monkeypatch.setenv(dask_cluster.SCHEDULER_VARIABLE, address)
+    with dask_client(n_workers=2) as found:
+        assert found.scheduler.address == address
+    with DaskEngine(2) as engine:
+        assert engine.client.scheduler.address == address
+        assert set(engine._address) == set(client.scheduler_info()["workers"])
+
+
+def test_grading_with_a_scheduler_runs_on_the_cluster(address, tmp_path):
+    import json
+
+    from mlpar.course.grading import grade
+
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"mlpar": {"lesson": "00_index"}},
+          "cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                     "source": "def usable_threads(affinity, quota):\n    return 1"}]}
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "ann.ipynb").write_text(json.dumps(nb))
+    rows = grade.grade(tmp_path / "sub", tmp_path / "g.csv", scheduler=address,
+                       options=grade.Options(timeout=120, memory_mb=3072, seed=3),
+                       echo=lambda *_: None)
+    by_exercise = {r["exercise"]: r for r in rows}
+    assert by_exercise["usable_threads"]["passed"] == 0  # a wrong answer, graded on a worker
+    assert "returned 1, expected" in by_exercise["usable_threads"]["message"]
