@@ -30,6 +30,7 @@ from contextlib import contextmanager
 
 from mlpar.core import limits, validation
 
+SCHEDULER_VARIABLE = "MLPAR_DASK_SCHEDULER"  # a scheduler address: use that cluster instead
 START_TIMEOUT = 60  # seconds for the workers to come up on a slow, busy laptop
 # A scheduler given by address: seconds to reach it, for a first worker to be there, and for
 # each worker to answer the version check. A busy department cluster answers in well under a
@@ -54,10 +55,12 @@ def dask_client(
 ):
     """Yield a ``distributed.Client``; close it (and the cluster it started) afterwards.
 
-    ``n_workers`` is capped at ``limits.max_workers()`` for a cluster started here.
+    ``n_workers`` is capped at ``limits.max_workers()`` for a cluster started here. With an
+    ``address`` (or ``MLPAR_DASK_SCHEDULER``) the client of that cluster, once ``connect``
+    has checked its workers; ``n_workers`` and the rest then do not apply.
     """
     if address is None:
-        address = os.environ.get("MLPAR_DASK_SCHEDULER") or None
+        address = os.environ.get(SCHEDULER_VARIABLE) or None
     if address is not None and not isinstance(address, str):
         raise TypeError(f"address: expected a scheduler address string, got {address!r}")
     if address is None:
@@ -242,9 +245,6 @@ def verify_workers(client, *, timeout: float = VERIFY_TIMEOUT) -> dict[str, dict
             + "\nInstall the same mlpar version on every worker (README: Run on a real "
               "cluster), or stop those workers; no task was sent.")
     return answers
-
-
-SCHEDULER_VARIABLE = "MLPAR_DASK_SCHEDULER"
 
 
 @contextmanager
