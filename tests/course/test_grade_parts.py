@@ -101,6 +101,7 @@ MODULES = {"np", "math", "exercises"}
     ("import sys\nsys.exit()", "uses sys.exit"),
     ("exit()", "calls exit()"),
     ("import ctypes", "imports ctypes"),
+    ("import gc\nchecks = gc.get_referrers(exercises)", "uses gc.get_referrers"),
     ("from importlib import reload", "imports importlib"),
 ])
 def test_scan_names_each_way_of_reaching_for_the_machinery(source, words):
@@ -116,7 +117,8 @@ def test_scan_finds_nothing_in_the_course_solutions_or_an_honest_answer(plans):
         for ex in lesson_plan.exercises:
             source = plan.cell_source(instructor[ex.solution])
             assert integrity.scan(source, modules) == [], (lesson, ex.name)
-    honest = "def f(w, x):\n    w.data[0] = 1\n    setattr(w, 'x', x)\n    return sum(x)\n%time f(1, 2)"
+    honest = ("import gc, os\ndef f(w, x):\n    w.data[0] = 1\n    setattr(w, 'x', x)\n    return sum(x)\n"
+              "%time f(1, 2)\ngc.collect()\nos.environ['OMP_NUM_THREADS'] = '1'\nnp.random.seed(0)")
     assert integrity.scan(honest, MODULES) == []
 
 

@@ -4,8 +4,8 @@
 grading machinery: assigning to (or deleting) an attribute of an imported module, ``setattr``
 or ``delattr`` on one, ``vars(module)[...] =``, and any use of ``sys.modules``, ``builtins``,
 ``__builtins__``, ``importlib``, ``__import__``, ``__code__``, ``__globals__``, ``os._exit``,
-``sys.exit``, ``exit()``/``quit()``, ``ctypes`` or ``gc``. The cell still runs as written; the
-grader flags it ``tampering``.
+``sys.exit``, ``exit()``/``quit()``, ``ctypes`` or ``gc.get_referrers`` (and its kin). The cell
+still runs as written; the grader flags it ``tampering``.
 
 ``Snapshot`` is taken in the grading process after the official set-up cells and before the
 first line of student code. Before each check, ``restore`` puts back every module attribute
@@ -23,11 +23,12 @@ import types
 from mlpar.course.grading.plan import bindings
 
 # Names whose mere use in a solution cell reaches for the machinery of the run itself.
-_FORBIDDEN_NAMES = {"builtins", "__builtins__", "importlib", "__import__", "ctypes", "gc"}
+_FORBIDDEN_NAMES = {"builtins", "__builtins__", "importlib", "__import__", "ctypes"}
 _FORBIDDEN_ATTRIBUTES = {"__code__", "__globals__", "__defaults__", "__kwdefaults__", "__dict__",
                          "__builtins__", "_getframe", "f_globals", "f_back"}
 _FORBIDDEN_CALLS = {("os", "_exit"), ("sys", "exit"), ("os", "kill"), ("os", "killpg"),
-                    ("os", "abort"), ("os", "fork")}
+                    ("os", "abort"), ("os", "fork"), ("gc", "get_referrers"), ("gc", "get_objects"),
+                    ("gc", "get_referents")}
 
 
 def _root(node) -> str | None:
