@@ -47,7 +47,8 @@ def official_plans(folder: Path) -> dict[str, tuple[LessonPlan, list]]:
         if plan.exercises:
             plans[path.stem] = (plan, cells)
     if not plans:
-        raise GraderError(f"official: no lesson with exercises in {folder}")
+        raise GraderError(f"official: no lesson with exercises in {folder}; give the instructor's "
+                          "notebooks (with their # BEGIN SOLUTION cells), not the student edition")
     return plans
 
 

@@ -1,13 +1,13 @@
 """One submission, one process: limits, a scratch folder, and nothing left behind.
 
 ``run_job`` starts :mod:`mlpar.course.grading.runner` in a new session (its own process group)
-with ``python -I`` (no current folder or user site on ``sys.path``, no ``PYTHON*`` variables),
-in a fresh scratch folder that is also its ``HOME`` and ``TMPDIR``, under an address-space
-limit (``RLIMIT_AS``, set by the runner before it reads any student code), a file-size limit
-and a wall-clock timeout. When the runner is done,
-past its time, or dead, the whole group is killed, and so is every process still carrying this
-run's token in its environment (a worker that started its own session), before the scratch
-folder is removed. The outcome says which limit, if any, was hit.
+with ``python -I -B`` (no current folder or user site on ``sys.path``, no ``PYTHON*``
+variables, no bytecode written beside the installed modules), in a fresh scratch folder that
+is also its ``HOME`` and ``TMPDIR``, under an address-space limit (``RLIMIT_AS``, set by the
+runner before it reads any student code), a file-size limit and a wall-clock timeout. When the
+runner is done, past its time, or dead, the whole group is killed, and so is every process
+still carrying this run's token in its environment (a worker that started its own session),
+before the scratch folder is removed. The outcome says which limit, if any, was hit.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def run_job(job: dict, *, timeout: float, memory_mb: int, python: str | None = N
     env = {k: os.environ[k] for k in _PASSED_ON if k in os.environ}
     env.update(HOME=str(scratch), TMPDIR=str(scratch), MPLBACKEND="Agg", MPLCONFIGDIR=str(scratch),
                IPYTHONDIR=str(scratch / ".ipython"), JOBLIB_TEMP_FOLDER=str(scratch),
-               PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0", TQDM_DISABLE="1",
+               PYTHONDONTWRITEBYTECODE="1", TQDM_DISABLE="1",
                NUMBA_CACHE_DIR=str(scratch / ".numba"), **{TOKEN_VARIABLE: token})
     job = dict(job, memory_mb=memory_mb)
     outcome = Outcome()
@@ -95,7 +95,7 @@ def run_job(job: dict, *, timeout: float, memory_mb: int, python: str | None = N
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
-            [python or sys.executable, "-I", "-m", "mlpar.course.grading.runner", str(results),
+            [python or sys.executable, "-I", "-B", "-m", "mlpar.course.grading.runner", str(results),
              str(memory_mb * 2**20), str(FILE_LIMIT_BYTES)],
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=scratch, env=env,
             start_new_session=True, close_fds=True)
