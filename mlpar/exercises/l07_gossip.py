@@ -1,4 +1,5 @@
-"""Checks for lesson 07: Metropolis–Hastings weights, rounds to consensus, a ring all-reduce."""
+"""Checks for lesson 07: Metropolis–Hastings weights, rounds to consensus, a ring all-reduce, and a
+predict-then-measure exercise: the steps randomized gossip needs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 
 from mlpar.algorithms.distributed import gossip, topologies
 from mlpar.cluster.peer_network import PeerNetwork
-from mlpar.exercises import as_array, call, expect, expect_close, fmt, passed
+from mlpar.exercises import as_array, call, case_seed, expect, expect_close, fmt, passed
 
 
 def _graphs():
@@ -75,8 +76,8 @@ def check_ring_allreduce(ring_allreduce) -> None:
     """``ring_allreduce(net, vectors)`` → the mean on every node, sending 2(n−1)M/n per node."""
     name = "Exercise 3 (ring all-reduce)"
     for n in (2, 3, 4, 8):
-        d = 24
-        vectors = gossip.seeded_vectors(n, d, seed=n)
+        d = 24  # a multiple of every n here: each node then sends exactly 2(n−1)M/n
+        vectors = gossip.seeded_vectors(n, d, seed=case_seed(n))
         net = PeerNetwork(n)
         got = call(name, ring_allreduce, net, [v.copy() for v in vectors])
         if got is None or isinstance(got, np.ndarray) and got.ndim == 1:
@@ -97,3 +98,67 @@ def check_ring_allreduce(ring_allreduce) -> None:
             raise AssertionError(f"{name}: n = {n}, M = {M} bytes: nodes sent {sent.tolist()} "
                                  f"bytes, expected {want} each, 2(n−1)M/n{hint}")
     passed(name, "exact mean on every node and 2(n−1)M/n bytes sent per node for n = 2, 3, 4, 8")
+
+
+# -- Exercise 4: predict the steps of randomized gossip, then measure them -----------------------
+
+
+def gossip_steps(n: int, eps: float) -> int:
+    """Fewest steps t with (1 − 1/(n − 1))ᵗ ≤ ε: E‖x_t − x̄‖² ≤ ε‖x_0 − x̄‖² on the complete graph."""
+    return int(np.ceil(np.log(eps) / np.log(1 - 1 / (n - 1)) - 1e-12))
+
+
+def measured_steps(n: int, eps: float, *, runs: int = 100, seed: int = 0) -> tuple[int, int]:
+    """The first step at which the mean over ``runs`` seeded runs of ‖x_t − x̄‖²/‖x_0 − x̄‖² is
+    ≤ ε (−1 if never within twice the prediction), and the steps simulated."""
+    steps = 2 * gossip_steps(n, eps) + 5
+    g = nx.complete_graph(n)
+    x0 = np.random.default_rng(seed).standard_normal(n)
+    ratio = np.mean([gossip.pairwise_gossip(g, x0, steps, seed=seed + 1 + r).squared_errors
+                     for r in range(runs)], axis=0)
+    ratio = ratio / ratio[0]
+    below = np.flatnonzero(ratio <= eps)
+    return (int(below[0]) if below.size else -1), steps
+
+
+def check_gossip_steps(predict_steps) -> None:
+    """``predict_steps(n, eps)``: the steps after which E‖x_t − x̄‖² ≤ ε‖x_0 − x̄‖² on the
+    complete graph of n nodes, from the rate (1 − 1/(n − 1)) per step. Graded exactly; the
+    check then measures the mean of seeded runs and reports how far it fell, and why."""
+    name = "Exercise 4 (steps of randomized gossip)"
+    rng = np.random.default_rng(case_seed(17))
+    cases = [(10, 1e-3), (3, 1e-2), (100, 0.5)]
+    cases += [(int(rng.integers(4, 60)), float(10 ** rng.uniform(-6, -1))) for _ in range(3)]
+    for n, eps in cases:
+        case = f"n = {n} nodes, ε = {fmt(eps)}"
+        got = call(name, predict_steps, n, eps)
+        expect(name, got is not None, f"{case}: your function returned None; did it forget to "
+               "`return`?")
+        value = float(as_array(name, got, what=f"the steps for {case}", ndim=0))
+        expected = gossip_steps(n, eps)
+        if value == expected:
+            continue
+        rate = np.log(eps)
+        misreadings = (
+            (np.ceil(rate / np.log(1 - 1 / n) - 1e-12), "that uses the rate 1 − 1/n; a step "
+             "removes 1/(n − 1) of the expected squared error on the complete graph"),
+            (np.ceil(rate / (2 * np.log(1 - 1 / (n - 1))) - 1e-12), "that is the steps for the "
+             "*norm* ‖x_t − x̄‖ to shrink by ε; the exercise asks for the squared error"),
+            (np.ceil(2 * rate / np.log(1 - 1 / (n - 1))), "that is the steps for the squared "
+             "error to reach ε², as if ε bounded the norm"),
+            (expected - 1, "one step short: round up (the fewest t with the bound ≤ ε)"),
+        )
+        why = next((text for v, text in misreadings if value == v), "solve (1 − 1/(n − 1))ᵗ ≤ ε "
+                   "for the smallest whole t")
+        raise AssertionError(f"{name}: {case}: got {fmt(value)} steps, expected {expected}; {why}")
+    n, eps = cases[0]
+    found, steps = measured_steps(n, eps)
+    predicted = gossip_steps(n, eps)
+    if found < 0:
+        seen = f"the mean of 100 runs had not reached ε within {steps} steps"
+    else:
+        seen = (f"the mean of 100 seeded runs first reached ε at step {found} "
+                f"({found - predicted:+d} from the prediction)")
+    passed(name, f"exact in {len(cases)} cases. Measured for n = {n}, ε = {fmt(eps)}: predicted "
+           f"{predicted} steps; {seen}: the rate is an expectation, and a mean over 100 runs "
+           "estimates it with a few per cent of noise, more as the error gets small")

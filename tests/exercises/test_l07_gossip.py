@@ -152,3 +152,60 @@ def test_unfinished_placeholder_says_not_done():
     for check in (ex.check_mh_weights, ex.check_rounds_to_eps, ex.check_ring_allreduce):
         with pytest.raises(AssertionError, match="not done yet"):
             check(todo)
+
+
+# --- Exercise 4: steps of randomized gossip (predict, then measure) --------------------------
+
+
+def steps_closed_form(n, eps):
+    return int(np.ceil(np.log(eps) / np.log(1 - 1 / (n - 1))))
+
+
+def steps_by_counting(n, eps):  # written differently: multiply until the bound is reached
+    t, bound = 0, 1.0
+    while bound > eps:
+        bound *= (n - 2) / (n - 1)
+        t += 1
+    return t
+
+
+def test_gossip_steps_solutions_pass(capsys):
+    for f in (steps_closed_form, steps_by_counting, lambda n, e: np.int64(steps_closed_form(n, e))):
+        ex.check_gossip_steps(f)
+    out = capsys.readouterr().out
+    assert out.count("passed") == 3 and "seeded runs" in out
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda n, e: int(np.ceil(np.log(e) / np.log(1 - 1 / n))), "rate 1 − 1/n"),
+    (lambda n, e: int(np.ceil(np.log(e) / (2 * np.log(1 - 1 / (n - 1))))), "norm"),
+    (lambda n, e: int(np.ceil(2 * np.log(e) / np.log(1 - 1 / (n - 1)))), "ε²"),
+    (lambda n, e: int(np.floor(np.log(e) / np.log(1 - 1 / (n - 1)))), "round up"),
+    (lambda n, e: np.log(e) / np.log(1 - 1 / (n - 1)), "expected"),  # not rounded at all
+    (lambda n, e: 59, "expected"),  # the lesson's case, hard-coded
+    (lambda n, e: None, "None"),
+    (lambda n, e: float("nan"), "Exercise 4"),
+    (lambda n, e: [1, 2], "0-D"),
+    (lambda n, e: n["x"], "raised"),
+])
+def test_gossip_steps_wrong_answers_fail(wrong, message):
+    with pytest.raises(AssertionError, match="Exercise 4") as info:
+        ex.check_gossip_steps(wrong)
+    assert message in str(info.value)
+
+
+def test_each_exercise_is_graded_on_its_own():
+    # Issue 25 item 3: one exercise wrong and the rest right fails exactly that check.
+    right = {ex.check_mh_weights: mh_weights, ex.check_rounds_to_eps: rounds_to_eps,
+             ex.check_ring_allreduce: ring_allreduce, ex.check_gossip_steps: steps_closed_form}
+    wrong = {ex.check_mh_weights: equal_neighbour_rows, ex.check_rounds_to_eps: rounds_lambda2,
+             ex.check_ring_allreduce: gossip.gather_broadcast,
+             ex.check_gossip_steps: lambda n, e: int(np.ceil(np.log(e) / np.log(1 - 1 / n)))}
+    for broken in right:
+        failed = []
+        for check, solution in right.items():
+            try:
+                check(wrong[check] if check is broken else solution)
+            except AssertionError:
+                failed.append(check)
+        assert failed == [broken]
