@@ -219,3 +219,27 @@ def test_missing_solutions_extra_and_edited_cells_are_reported(plans):
     assert sorted(got.flags) == ["edited_cells", "extra_cells"]
     assert all("helper = 1" not in c.get("source", "") for c in got.job["cells"])
     assert got.job["seed"] == 1 and got.job["lesson"] == "00_index"
+
+
+def test_a_notebook_of_another_course_named_like_a_lesson_is_an_error_row(plans, tmp_path):
+    from mlpar.course.grading.grade import Options, prepare
+
+    path = tmp_path / "00_index.ipynb"
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": "import pandas as pd\npd.read_csv('titanic.csv')"}]}))
+    sub = submissions.read(submissions.Submission(path, "gus"), LESSONS)
+    rebuilt, rows = prepare(sub, plans, Options(seed=1))
+    assert rebuilt is None
+    assert rows[0]["flags"] == "error" and "does not look like lesson 00_index" in rows[0]["message"]
+
+
+def test_summary_counts_the_best_file_of_a_lesson(tmp_path):
+    from mlpar.course.grading import report
+
+    rows = [{"student": "ann", "lesson": "00_index", "exercise": e, "passed": p, "sha256": sha}
+            for sha, passes in [("a", [1, 0, 0]), ("b", [1, 1, 0])] for e, p in zip("xyz", passes)]
+    rows.append({"student": "bo", "lesson": "", "exercise": "", "passed": 0, "sha256": "c"})
+    report.write_summary(rows, tmp_path / "s.csv")
+    assert (tmp_path / "s.csv").read_text().splitlines() == [
+        "student,00_index,unknown,total,possible", "ann,2,0,2,3", "bo,0,0,0,3"]
