@@ -164,3 +164,24 @@ def test_a_non_function_or_unfinished_answer_is_a_clear_failure(check, answer):
 
     with pytest.raises(AssertionError, match="not done yet"):
         check(unfinished)
+
+
+# --- each exercise graded on its own (issue 25 item 3) -----------------------------------------
+
+RIGHT = {"check_parallel_sum_of_squares": reference_sum,
+         "check_usable_threads": lambda a, q: a if q is None else max(1, min(a, int(q))),
+         "check_one_blas_thread": one_thread}
+WRONG = {"check_parallel_sum_of_squares": WRONG_SUMS["one task"][0],
+         "check_usable_threads": lambda a, q: a,
+         "check_one_blas_thread": no_limit}
+
+
+@pytest.mark.parametrize("wrong", list(WRONG))
+def test_one_wrong_exercise_fails_exactly_its_own_check(wrong, capsys):
+    failed = []
+    for check, answer in RIGHT.items():
+        try:
+            getattr(ex, check)(WRONG[check] if check == wrong else answer)
+        except AssertionError:
+            failed.append(check)
+    assert failed == [wrong]
