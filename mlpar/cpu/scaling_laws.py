@@ -423,3 +423,34 @@ def scaled_speedup_curve(
     serial[:, serial_at] = samples[:, len(ps):]
     return SpeedupCurve(tuple(ps), tuple(map(tuple, parallel.tolist())),
                         tuple(map(tuple, serial.tolist())))
+
+
+def agreement(amdahl: ScalingFit, gustafson: ScalingFit) -> str:
+    """Do a strong-scaling fit and a scaled-speedup fit describe one program? In words.
+
+    Amdahl's ``s`` is converted into Gustafson's terms at the largest worker count both
+    measured (``gustafson_fraction``), with its uncertainty carried through the conversion,
+    and compared with Gustafson's own fit: they agree when the two ranges of one uncertainty
+    overlap. When they do not, the two experiments did not see the same program and machine.
+    """
+    for name, fit, law in (("amdahl", amdahl, "amdahl"), ("gustafson", gustafson, "gustafson")):
+        if not isinstance(fit, ScalingFit) or fit.law != law:
+            raise TypeError(f"{name}: expected a ScalingFit of {law}'s law, got {fit!r:.60}")
+    common = sorted(set(amdahl.workers) & set(gustafson.workers) - {1})
+    if not common:
+        return "cannot compare: the two experiments share no worker count above 1"
+    p = common[-1]
+    s, u = amdahl.serial_fraction, amdahl.uncertainty
+    converted = float(gustafson_fraction(s, [p])[0])
+    if not (np.isfinite(u) and np.isfinite(gustafson.uncertainty)):
+        return (f"Amdahl's s in Gustafson's terms at p = {p:g}: {converted:.3f}; Gustafson's fit: "
+                f"{gustafson.serial_fraction:.3f}; cannot judge agreement without two rounds each")
+    lo, hi = (float(gustafson_fraction(np.clip(v, 0.0, 1.0), [p])[0]) for v in (s - u, s + u))
+    g, gu = gustafson.serial_fraction, gustafson.uncertainty
+    head = (f"Amdahl's s in Gustafson's terms at p = {p:g}: {converted:.3f} ({lo:.3f} to {hi:.3f}); "
+            f"Gustafson's own fit: {g:.3f} ± {gu:.3f}")
+    if hi >= g - gu and lo <= g + gu:
+        return head + ": they agree within one uncertainty"
+    return (head + ": they DISAGREE. The two experiments did not see the same program and "
+            "machine: load from other programs changed between them, or the grown job's fits "
+            "cost more (or less) than the fixed job's, so the laws' single s does not fit both")

@@ -1,5 +1,6 @@
 """Checks for lesson 03's exercises: shuffled folds, a joblib-parallel cross-validation,
-Amdahl's serial fraction from one measurement.
+Amdahl's serial fraction from one measurement, and a grid search's speedup predicted from the
+lesson's model (task time and dispatch cost) before it is measured.
 
 Each check runs the student's function on fresh inputs and compares with the package's own
 implementation; it raises ``AssertionError`` naming the exercise, the case and what was wrong,
@@ -18,12 +19,14 @@ from joblib import parallel_config
 from joblib.parallel import ThreadingBackend
 
 from mlpar.algorithms.model_selection import cross_validation as ms
+from mlpar.algorithms.model_selection import speedup as speedup_model
 from mlpar.cpu import scaling_laws
-from mlpar.exercises import as_array, call, expect, expect_close, fmt, passed
+from mlpar.exercises import as_array, call, case_seed, expect, expect_close, fmt, passed
 
 KFOLD = "Exercise 1 (shuffled k-fold)"
 PARALLEL_CV = "Exercise 2 (parallel CV)"
 SERIAL_FRACTION = "Exercise 3 (serial fraction)"
+GRID_SPEEDUP = "Exercise 4 (predict a grid search's speedup)"
 
 
 def _index_array(name: str, case: str, part, what: str) -> np.ndarray:
@@ -146,7 +149,7 @@ def check_parallel_cv(parallel_cv) -> None:
     name = PARALLEL_CV
     X, y = ms.load_dataset("breast_cancer")
     model = ms.make_model("logistic")
-    folds = ms.kfold(len(y), 4, seed=11)
+    folds = ms.kfold(len(y), 4, seed=case_seed(11))
     reference = ms.cross_validate(model, X, y, folds).scores
     with recording_backend() as log:
         got = call(name, parallel_cv, model, X, y, folds, 2)
@@ -192,3 +195,67 @@ def check_serial_fraction(serial_fraction) -> None:
                 "(p - S)/(p - 1). Amdahl's law to invert is S = 1/(s + (1 - s)/p)")
         expect_close(name, got, s, what=what, rtol=1e-9, atol=1e-12)
     passed(name, "Amdahl's law inverted correctly")
+
+
+def _grid_cases() -> list[tuple]:
+    """(n_candidates, n_folds, n_workers, t, c): cases on which each misreading of the model
+    gives another number. The grader's seed shifts the times, so a table of answers fails."""
+    rng = np.random.default_rng(case_seed(3))
+    t, c = rng.uniform(0.02, 0.2), rng.uniform(0.001, 0.01)
+    return [(4, 5, 2, t, c),  # 20 tasks split evenly
+            (1, 5, 2, t, c),  # 5 tasks on 2 workers: one worker does 3
+            (3, 1, 4, t, c),  # fewer tasks than workers
+            (7, 3, 4, t, 0.0),  # no dispatch: granularity alone
+            (10, 10, 8, c / 2, c)]  # tasks shorter than their dispatch
+
+
+def _misreadings(nc, nf, p, t, c) -> list[tuple[float, str]]:
+    """(value, what was wrong) for each way the model can be misread."""
+    n = nc * nf
+    rounds = -(-n // p)
+    return [
+        (n / rounds, "dispatch is missing (or paid in the serial run too, which cancels it): "
+                     "serially the tasks take n·t, with no pool; on p workers each task costs "
+                     "t + c"),
+        (n * t / (n / p * (t + c)), "the ceiling is missing: a worker runs whole tasks, "
+                                    "⌈n/p⌉ of them, so n/p understates the busiest worker's share"),
+        (n * t / (rounds * t + c), "dispatch is paid once per worker; it is paid per task"),
+        (nc * t / (-(-nc // p) * (t + c)), "n counts candidates only; a search runs one task "
+                                            "per candidate and fold"),
+        (rounds * (t + c) / (n * t), "this is T(p)/T(1); the speedup is T(1)/T(p)"),
+    ]
+
+
+def check_grid_speedup(predict_grid_speedup, measurement=None) -> None:
+    """``predict_grid_speedup(n_candidates, n_folds, n_workers, task_seconds,
+    dispatch_seconds)`` -> the lesson's model, ``n·t / (⌈n/p⌉·(t + c))`` with n = candidates ×
+    folds, graded exactly on cases where every misreading differs.
+
+    ``measurement``: a ``speedup.GridTiming`` measured on this machine; then the check also
+    prints your prediction for it beside the measured speedup, how far apart they are and the
+    likely reasons. The measurement never decides the grade.
+    """
+    name = GRID_SPEEDUP
+    for nc, nf, p, t, c in _grid_cases():
+        what = (f"{nc} candidates × {nf} folds on {p} workers, t = {fmt(t)} s, "
+                f"c = {fmt(c)} s")
+        got = call(name, predict_grid_speedup, nc, nf, p, t, c)
+        expect(name, got is not None, f"{what}: got None; did the function forget to `return`?")
+        want = speedup_model.predicted_speedup(nc * nf, p, t, c)
+        if isinstance(got, (int, float, np.number)) and not isinstance(got, bool) \
+                and np.isfinite(got) and abs(float(got) - want) > 1e-9 * want:
+            for value, wrong in _misreadings(nc, nf, p, t, c):
+                if abs(value - want) > 1e-6 * want and abs(float(got) - value) <= 1e-9 * abs(value):
+                    raise AssertionError(f"{name}: {what}: got {fmt(float(got))}, expected "
+                                         f"{fmt(want)}; {wrong}")
+        expect_close(name, got, want, what=what, rtol=1e-9, atol=0)
+    passed(name, "the model n·t / (⌈n/p⌉·(t + c)) predicted exactly")
+    if measurement is not None:
+        if not isinstance(measurement, speedup_model.GridTiming):
+            raise TypeError(f"measurement: expected a GridTiming (speedup.measure_grid_speedup) "
+                            f"or None, got {type(measurement).__name__}")
+        m = measurement
+        mine = call(name, predict_grid_speedup, m.n_candidates, m.n_folds, m.n_workers,
+                    m.task_seconds, m.dispatch_seconds)
+        print(f"your prediction for the search just measured: {float(mine):.2f}×")
+        print(m.gap())

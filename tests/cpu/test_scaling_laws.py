@@ -166,3 +166,20 @@ def test_no_speedup_is_reported_as_no_estimate():
     text = " ".join(fit.evidence())
     assert "cannot: estimate s at all" in text and "can: s =" not in text
     assert "ceiling" not in text  # s = 1: no ceiling to extrapolate
+
+
+def test_agreement_compares_the_two_fits_in_gustafsons_terms():
+    amdahl = sl.fit_amdahl([1, 2], [1, 1.76], rounds=[[1, 1.6], [1, 1.9]])
+    same = sl.fit_gustafson([1, 2], [1, 1.8], rounds=[[1, 1.75], [1, 1.85]])
+    other = sl.fit_gustafson([1, 2], [1, 1.31], rounds=[[1, 1.30], [1, 1.32]])
+    assert sl.agreement(amdahl, same).endswith("they agree within one uncertainty")
+    text = sl.agreement(amdahl, other)
+    assert "they DISAGREE" in text and "at p = 2: 0.240" in text
+    one_round = sl.fit_gustafson([1, 2], [1, 1.8])
+    assert "cannot judge agreement" in sl.agreement(amdahl, one_round)
+    apart = sl.fit_gustafson([1, 4], [1, 3.0], rounds=[[1, 2.9], [1, 3.1]])
+    assert sl.agreement(amdahl, apart).startswith("cannot compare")
+    with pytest.raises(TypeError, match="amdahl: expected a ScalingFit of amdahl's law"):
+        sl.agreement(same, same)
+    with pytest.raises(TypeError, match="gustafson"):
+        sl.agreement(amdahl, 0.2)

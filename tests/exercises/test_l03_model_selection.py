@@ -1,6 +1,8 @@
 """The lesson-03 checks pass correct solutions (written differently) and reject wrong or
 unfinished ones with a message naming the exercise, the case and what was wrong."""
 
+import math
+
 import numpy as np
 import pytest
 from joblib import Parallel, delayed
@@ -199,7 +201,7 @@ def test_serial_fraction_rejects_wrong_solutions(bad, match):
 
 # --- every check: never crash on a half-written answer -------------------------------------
 
-CHECKS = [ex.check_kfold, ex.check_parallel_cv, ex.check_serial_fraction]
+CHECKS = [ex.check_kfold, ex.check_parallel_cv, ex.check_serial_fraction, ex.check_grid_speedup]
 
 
 def unfinished(*args):
@@ -224,3 +226,132 @@ def test_checks_never_crash(check, answer, match):
     with pytest.raises(AssertionError, match=match) as err:
         check(answer)
     assert str(err.value).startswith("Exercise ")
+
+
+# --- Exercise 4: predict a grid search's speedup from the lesson's model ---------------------
+
+def good_prediction(nc, nf, p, t, c):
+    n = nc * nf
+    return n * t / (math.ceil(n / p) * (t + c))
+
+
+def good_prediction_by_rounds(n_candidates, n_folds, n_workers, task_seconds, dispatch_seconds):
+    # written differently: count the busiest worker's tasks with divmod, compare the two times
+    whole, extra = divmod(n_candidates * n_folds, n_workers)
+    busiest = whole + (1 if extra else 0)
+    serial = n_candidates * n_folds * task_seconds
+    return np.float64(serial / (busiest * (task_seconds + dispatch_seconds)))
+
+
+def no_dispatch(nc, nf, p, t, c):
+    n = nc * nf
+    return n * t / (math.ceil(n / p) * t)
+
+
+def dispatch_in_serial_too(nc, nf, p, t, c):
+    n = nc * nf
+    return n * (t + c) / (math.ceil(n / p) * (t + c))
+
+
+def no_ceiling(nc, nf, p, t, c):
+    n = nc * nf
+    return n * t / (n / p * (t + c))
+
+
+def dispatch_once_per_worker(nc, nf, p, t, c):
+    n = nc * nf
+    return n * t / (math.ceil(n / p) * t + c)
+
+
+def candidates_only(nc, nf, p, t, c):
+    return nc * t / (math.ceil(nc / p) * (t + c))
+
+
+def inverted(nc, nf, p, t, c):
+    return 1 / good_prediction(nc, nf, p, t, c)
+
+
+def amdahl_instead(nc, nf, p, t, c):  # a plausible mix-up with exercise 3: no per-task model
+    s = c / (t + c)
+    return 1 / (s + (1 - s) / p)
+
+
+def rounded(nc, nf, p, t, c):
+    return round(good_prediction(nc, nf, p, t, c), 2)
+
+
+def test_grid_prediction_accepts_correct_solutions(capsys):
+    for good in (good_prediction, good_prediction_by_rounds):
+        ex.check_grid_speedup(good)
+    assert capsys.readouterr().out.count("✓ Exercise 4") == 2
+
+
+@pytest.mark.parametrize("bad, match", [
+    (no_dispatch, "dispatch is missing"),
+    (dispatch_in_serial_too, "dispatch is missing"),
+    (no_ceiling, "the ceiling is missing"),
+    (dispatch_once_per_worker, "dispatch is paid once per worker"),
+    (candidates_only, "n counts candidates only"),
+    (inverted, r"T\(p\)/T\(1\)"),
+    (amdahl_instead, "expected"),
+    (rounded, "expected"),
+])
+def test_grid_prediction_rejects_wrong_solutions(bad, match):
+    with pytest.raises(AssertionError, match=match) as err:
+        ex.check_grid_speedup(bad)
+    assert str(err.value).startswith("Exercise 4 (predict a grid search's speedup)")
+
+
+def test_grid_prediction_cases_move_with_the_graders_seed(monkeypatch):
+    from mlpar.exercises import GRADING_SEED_VARIABLE
+
+    visible = ex._grid_cases()
+    monkeypatch.setenv(GRADING_SEED_VARIABLE, "12345")
+    assert ex._grid_cases() != visible
+    table = {case: good_prediction(*case) for case in visible}
+    with pytest.raises(AssertionError, match="Exercise 4"):  # answers copied from the lesson
+        ex.check_grid_speedup(lambda *case: table.get(case, 1.0))
+
+
+def _timing(measured_parallel, **changes):
+    from mlpar.algorithms.model_selection import speedup
+
+    fields = dict(n_candidates=4, n_folds=5, n_workers=2, cores=2, task_seconds=0.01,
+                  slowest_task_seconds=0.011, dispatch_seconds=0.002, serial_seconds=0.2,
+                  parallel_seconds=measured_parallel)
+    return speedup.GridTiming(**{**fields, **changes})
+
+
+def test_grid_prediction_reports_the_measurement_without_grading_it(capsys):
+    predicted_time = 10 * (0.01 + 0.002)  # ⌈20/2⌉ tasks of t + c
+    ex.check_grid_speedup(good_prediction, _timing(predicted_time))
+    out = capsys.readouterr().out
+    assert "✓ Exercise 4" in out and "your prediction for the search just measured: 1.67×" in out
+    assert "within 10%" in out
+    ex.check_grid_speedup(good_prediction, _timing(0.2, slowest_task_seconds=0.03, cores=1))
+    out = capsys.readouterr().out
+    assert "✓ Exercise 4" in out and "measured 1.00× (-40%)" in out
+    assert "2 workers share 1 usable core" in out and "the tasks are not equal" in out
+    ex.check_grid_speedup(good_prediction, _timing(0.09))
+    assert "dispatch overlapped with work" in capsys.readouterr().out
+    with pytest.raises(TypeError, match="measurement: expected a GridTiming"):
+        ex.check_grid_speedup(good_prediction, {"measured": 1.5})
+
+
+# --- each exercise graded on its own (issue 25 item 3) -------------------------------------
+
+RIGHT = {"check_kfold": good_kfold, "check_parallel_cv": good_cv,
+         "check_serial_fraction": good_fraction, "check_grid_speedup": good_prediction}
+WRONG = {"check_kfold": unshuffled_kfold, "check_parallel_cv": serial_cv,
+         "check_serial_fraction": gustafson_fraction, "check_grid_speedup": no_ceiling}
+
+
+@pytest.mark.parametrize("wrong", list(WRONG))
+def test_one_wrong_exercise_fails_exactly_its_own_check(wrong, capsys):
+    failed = []
+    for check, answer in RIGHT.items():
+        try:
+            getattr(ex, check)(WRONG[check] if check == wrong else answer)
+        except AssertionError:
+            failed.append(check)
+    assert failed == [wrong]

@@ -255,3 +255,129 @@ def parallel_cv_speedup(model, X, y, *, n_fits: int = FIXED_FITS, n_jobs: int = 
     repeat = validation.positive_int("repeat", repeat, maximum=1000)
     curve = scaling_laws.speedup_curve(lambda p: run(p, n_fits), [1, n_jobs], repeat=repeat)
     return float(curve.speedups[-1])
+
+
+# --- predicting a search's speedup from its task time and dispatch cost -------------------------
+#
+# The lesson's model of a search on a process pool: n equal tasks (candidates × folds) of t
+# seconds each. Serially they take n·t. On p workers each worker runs its share, ⌈n/p⌉ tasks,
+# one after another, and every task also pays c seconds of dispatch (pickling, the pipe, the
+# result's way back: section 2's per-task cost, seen on the worker's timeline):
+#
+#     T(1) = n·t        T(p) = ⌈n/p⌉·(t + c)        S(p) = n·t / (⌈n/p⌉·(t + c))
+#
+# Granularity (the ceiling) and dispatch (c) are the two ways it falls short of p.
+
+
+def predicted_speedup(n_tasks: int, n_workers: int, task_seconds: float,
+                      dispatch_seconds: float) -> float:
+    """``S(p) = n·t / (⌈n/p⌉·(t + c))``: the model above."""
+    n = validation.positive_int("n_tasks", n_tasks, maximum=10**9)
+    p = validation.positive_int("n_workers", n_workers, maximum=1 << 20)
+    t = validation.number("task_seconds", task_seconds, low=1e-12, high=1e6)
+    c = validation.number("dispatch_seconds", dispatch_seconds, low=0.0, high=1e6)
+    return n * t / (math.ceil(n / p) * (t + c))
+
+
+@dataclass(frozen=True)
+class GridTiming:
+    """A grid search measured serially and on ``n_workers`` loky processes, with the two
+    inputs of the model: the mean task time and the dispatch cost per task."""
+
+    n_candidates: int
+    n_folds: int
+    n_workers: int
+    cores: int
+    task_seconds: float
+    slowest_task_seconds: float
+    dispatch_seconds: float
+    serial_seconds: float
+    parallel_seconds: float
+
+    @property
+    def n_tasks(self) -> int:
+        return self.n_candidates * self.n_folds
+
+    @property
+    def measured(self) -> float:
+        return self.serial_seconds / self.parallel_seconds
+
+    @property
+    def predicted(self) -> float:
+        return predicted_speedup(self.n_tasks, self.n_workers, self.task_seconds,
+                                 self.dispatch_seconds)
+
+    def gap(self) -> str:
+        """How far the measurement fell from the model, and the likely reasons, in words."""
+        off = self.measured / self.predicted - 1
+        lines = [f"predicted {self.predicted:.2f}× from t = {self.task_seconds * 1e3:.1f} ms and "
+                 f"c = {self.dispatch_seconds * 1e3:.2f} ms; measured {self.measured:.2f}× "
+                 f"({off:+.0%})"]
+        if abs(off) <= 0.1:
+            lines.append("within 10%: the model's two costs explain this search")
+            return "\n".join(lines)
+        reasons = []
+        if off < 0:
+            if self.cores < self.n_workers:
+                reasons.append(f"{self.n_workers} workers share {self.cores} usable core(s)")
+            uneven = self.slowest_task_seconds / self.task_seconds
+            if uneven > 1.2:
+                reasons.append(f"the tasks are not equal (the slowest took {uneven:.1f}× the "
+                               "mean) and the model assumes they are: a worker left with a "
+                               "long one finishes last")
+            reasons.append("other programs took CPU time from the workers while they ran "
+                           "(the serial run had one core to find, the parallel run needed "
+                           f"{self.n_workers})")
+        else:
+            reasons.append("dispatch overlapped with work (the pool pickles and sends the next "
+                           "task while a worker fits), so c cost less than the empty-task "
+                           "measurement says; or the serial run was slowed by other programs")
+        lines += [f"likely: {r}" for r in reasons]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"GridTiming({self.n_candidates} candidates × {self.n_folds} folds on "
+                f"{self.n_workers} workers: serial {self.serial_seconds:.3f} s, parallel "
+                f"{self.parallel_seconds:.3f} s, measured {self.measured:.2f}×)")
+
+
+def measure_grid_speedup(model, grid: dict, X, y, folds, *, n_workers: int = 2,
+                         repeat: int = 2) -> GridTiming:
+    """Time a grid search (one task per candidate and fold) serially and on ``n_workers`` loky
+    processes, interleaved, after a warm-up; and measure the model's inputs: each task's time
+    (serially, one at a time) and the dispatch cost c of an empty task on the same pool
+    (``T(p) = ⌈n/p⌉·c`` for n empty tasks). BLAS runs one thread everywhere."""
+    from threadpoolctl import threadpool_limits
+
+    from mlpar.algorithms.model_selection import search
+    from mlpar.core import environment
+    from mlpar.cpu import gil
+
+    model, X, y = _check_inputs(model, X, y)
+    candidates = search.parameter_grid(grid)
+    folds = cv.check_splits(folds, len(y))
+    n_workers = limits.workers("n_workers", n_workers)
+    repeat = validation.positive_int("repeat", repeat, maximum=100)
+
+    def run(backend, n_jobs):
+        return search.search(model, candidates, X, y, folds, backend=backend, n_jobs=n_jobs,
+                             blas_threads=1).seconds
+
+    run("loky", n_workers)  # warm-up: start the pool, import the modules in the workers
+    task_times = []
+    with threadpool_limits(1):
+        for params in candidates:
+            for train, test in folds:
+                start = time.perf_counter()
+                cv.fit_and_score(model, params, X, y, train, test)
+                task_times.append(time.perf_counter() - start)
+    serial = parallel = float("inf")
+    for _ in range(repeat):  # interleaved: a burst of outside load hits both alike
+        serial = min(serial, run("sequential", 1))
+        parallel = min(parallel, run("loky", n_workers))
+    n_empty = 50 * n_workers
+    per_empty = gil.task_overhead("loky", n_tasks=n_empty, n_jobs=n_workers)
+    dispatch = per_empty * n_empty / math.ceil(n_empty / n_workers)
+    return GridTiming(len(candidates), len(folds), n_workers, environment.usable_cores(),
+                      float(sum(task_times) / len(task_times)), float(max(task_times)),
+                      float(dispatch), serial, parallel)

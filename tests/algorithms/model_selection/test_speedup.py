@@ -105,3 +105,31 @@ def test_a_slow_machine_gets_the_smallest_sweep_and_is_told(monkeypatch):
 def test_plan_sweep_refuses_bad_input(kwargs, match):
     with pytest.raises((TypeError, ValueError), match=match):
         speedup.plan_sweep(**kwargs)
+
+
+# --- the model of exercise 4: a search's speedup from task time and dispatch cost -----------
+
+def test_predicted_speedup_is_granularity_and_dispatch():
+    assert speedup.predicted_speedup(10, 2, 0.1, 0.0) == pytest.approx(2.0)
+    assert speedup.predicted_speedup(5, 2, 0.1, 0.0) == pytest.approx(5 / 3)  # one worker does 3
+    assert speedup.predicted_speedup(3, 8, 0.1, 0.0) == pytest.approx(3.0)  # idle workers
+    assert speedup.predicted_speedup(20, 2, 0.01, 0.01) == pytest.approx(1.0)  # c eats the gain
+    for kwargs, match in (({"n_tasks": 0}, "n_tasks"), ({"n_workers": 1.5}, "n_workers"),
+                          ({"task_seconds": 0.0}, "task_seconds"),
+                          ({"dispatch_seconds": float("nan")}, "dispatch_seconds")):
+        args = {"n_tasks": 4, "n_workers": 2, "task_seconds": 0.1, "dispatch_seconds": 0.0, **kwargs}
+        with pytest.raises((TypeError, ValueError), match=match):
+            speedup.predicted_speedup(**args)
+
+
+def test_a_grid_search_is_measured_with_the_models_inputs():
+    X, y = cv.load_dataset("breast_cancer")
+    folds = cv.kfold(len(y), 3, seed=0)
+    timing = speedup.measure_grid_speedup(cv.make_model("logistic"), {"clf__C": [0.1, 1.0]}, X, y,
+                                          folds, n_workers=2, repeat=1)
+    assert (timing.n_candidates, timing.n_folds, timing.n_workers, timing.n_tasks) == (2, 3, 2, 6)
+    assert 0 < timing.task_seconds <= timing.slowest_task_seconds and timing.dispatch_seconds >= 0
+    assert timing.measured == timing.serial_seconds / timing.parallel_seconds
+    assert timing.predicted == speedup.predicted_speedup(6, 2, timing.task_seconds,
+                                                         timing.dispatch_seconds)
+    assert timing.gap().startswith("predicted ") and "measured" in repr(timing)
