@@ -1,4 +1,5 @@
-"""Checks for lesson 08: GPipe's makespan and bubble, a 1F1B order, one tile with its halo."""
+"""Checks for lesson 08: GPipe's makespan and bubble, a 1F1B order, one tile with its halo, and a
+predict-then-measure exercise: what pipelining gains over naive model parallelism."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 from mlpar.algorithms.pipeline import domain
 from mlpar.algorithms.pipeline import schedules as sc
 from mlpar.algorithms.pipeline import simulator as sim
-from mlpar.exercises import as_array, call, expect, fmt, passed
+from mlpar.exercises import as_array, call, case_seed, expect, fmt, passed
 
 # Hidden cases, different from the lesson's examples: (p, m, t_f, t_b)
 GPIPE_CASES = ((4, 8, 1.0, 2.0), (3, 5, 0.5, 1.5), (8, 4, 2.0, 2.0), (1, 6, 1.0, 1.0), (6, 1, 1.0, 3.0),
@@ -17,7 +18,10 @@ GPIPE_CASES = ((4, 8, 1.0, 2.0), (3, 5, 0.5, 1.5), (8, 4, 2.0, 2.0), (1, 6, 1.0,
 def check_gpipe_prediction(gpipe_prediction) -> None:
     """``gpipe_prediction(p, m, t_f, t_b)`` → (makespan, idle fraction), against the simulator."""
     name = "Exercise 1 (GPipe's makespan and bubble)"
-    for p, m, t_f, t_b in GPIPE_CASES:
+    rng = np.random.default_rng(case_seed(3))
+    drawn = tuple((int(rng.integers(2, 9)), int(rng.integers(1, 20)), float(rng.uniform(0.2, 2.0)),
+                   float(rng.uniform(0.2, 3.0))) for _ in range(2))
+    for p, m, t_f, t_b in GPIPE_CASES + drawn:
         case = f"p={p}, m={m}, t_f={fmt(t_f)}, t_b={fmt(t_b)}"
         got = call(name, gpipe_prediction, p, m, t_f, t_b)
         pair = as_array(name, got, what=f"the result for {case}", shape=(2,), finite=False)
@@ -39,7 +43,7 @@ def check_gpipe_prediction(gpipe_prediction) -> None:
                         "p × makespan")
             raise AssertionError(f"{name}: {case}: idle fraction {fmt(idle)}, the simulator says "
                                  f"{fmt(run.idle_fraction)}{hint}")
-    passed(name, f"{len(GPIPE_CASES)} hidden cases agree with the simulator")
+    passed(name, f"{len(GPIPE_CASES) + len(drawn)} hidden cases agree with the simulator")
 
 
 def as_order(name: str, got, case: str, stage: int) -> list[sc.Op]:
@@ -104,10 +108,10 @@ def check_convolve_tile(convolve_tile) -> None:
     (the whole image, or too wide a halo in its result) shows it.
     """
     name = "Exercise 3 (one tile with its halo)"
-    image = domain.synthetic_image(30, 12, seed=7)
+    image = domain.synthetic_image(30, 12, seed=case_seed(7))
     cases = [(3, 10, 20), (3, 0, 10), (3, 20, 30), (5, 8, 17), (5, 0, 30), (7, 27, 30)]
     for k, start, stop in cases:
-        kernel = domain.random_kernels(1, k, seed=k)[0]
+        kernel = domain.random_kernels(1, k, seed=case_seed(k))[0]
         h = k // 2
         case = f"k={k}, rows {start}..{stop}"
         masked = np.full_like(image, np.nan)
@@ -144,3 +148,59 @@ def check_convolve_tile(convolve_tile) -> None:
             raise AssertionError(f"{name}: {case}: halo bytes {fmt(nbytes)}, expected {want} "
                                  f"(⌊k/2⌋ rows from each neighbour that exists, 8 bytes a pixel){hint}")
     passed(name, f"{len(cases)} tiles equal the full convolution, halo bytes as the formula says")
+
+
+# -- Exercise 4: predict what pipelining gains, then measure it -------------------------------
+
+
+def pipeline_speedup(p: int, m: int) -> float:
+    """Naive model parallelism (one batch) over a pipeline of m micro-batches, equal stages and
+    free links: p·m(t_f + t_b) / ((m + p − 1)(t_f + t_b)) = mp/(m + p − 1)."""
+    return m * p / (m + p - 1)
+
+
+SPEEDUP_CASES = ((2, 8), (4, 8), (4, 1), (1, 5), (8, 32), (3, 7))
+
+
+def check_pipeline_speedup(predict_speedup) -> None:
+    """``predict_speedup(p, m)``: how many times faster m micro-batches run than the naive
+    schedule (the whole batch as one, m = 1) on p equal stages with free links.
+
+    Graded exactly against mp/(m + p − 1), and confirmed on the simulator (a naive run whose one
+    batch is m times a micro-batch's work, against GPipe with m micro-batches).
+    """
+    name = "Exercise 4 (what pipelining gains)"
+    rng = np.random.default_rng(case_seed(19))
+    cases = SPEEDUP_CASES + tuple((int(rng.integers(2, 12)), int(rng.integers(1, 40)))
+                                  for _ in range(2))
+    for p, m in cases:
+        case = f"p={p}, m={m}"
+        got = call(name, predict_speedup, p, m)
+        expect(name, got is not None, f"{case}: your function returned None; did it forget to "
+               "`return`?")
+        value = float(as_array(name, got, what=f"the speedup for {case}", ndim=0))
+        expected = pipeline_speedup(p, m)
+        naive = sim.simulate(sc.gpipe(p, 1), t_f=1.0 * m, t_b=2.0 * m).makespan
+        piped = sim.simulate(sc.gpipe(p, m), t_f=1.0, t_b=2.0).makespan
+        assert np.isclose(naive / piped, expected, rtol=1e-12)  # the model is the simulator's
+        if np.isclose(value, expected, rtol=1e-9):
+            continue
+        misreadings = (
+            (m / (m + p - 1), "that is the pipeline's utilisation (1 − idle fraction), not a "
+             "speedup: the naive run keeps one of the p devices busy, so the gain is p times "
+             "that"),
+            ((m + p - 1) / (m * p), "that is upside down: naive time over pipelined time"),
+            (float(p), "that is p, the speedup with no bubble at all; filling and draining the "
+             "pipeline costs p − 1 micro-batch steps"),
+            (float(m), "that is m: the naive run is p·m micro-batch steps long, the pipelined one "
+             "m + p − 1"),
+            (m * p / (m + p), "off by one: the pipeline takes m + p − 1 steps, not m + p"),
+            (1 + (p - 1) / m, "that is 1 + the bubble over ideal time: the makespan relative to "
+             "m steps, not a speedup"),
+        )
+        why = next((text for v, text in misreadings if np.isclose(value, v, rtol=1e-9)),
+                   "count the steps of the naive run (p stages, each m micro-batches' work, one "
+                   "after the other) and of the pipeline")
+        raise AssertionError(f"{name}: {case}: got {fmt(value)}, expected {fmt(expected)}; {why}")
+    passed(name, f"mp/(m + p − 1) exactly in {len(cases)} cases, and the simulator agrees with "
+           "equal stages and free links; the next cell measures it on real processes")

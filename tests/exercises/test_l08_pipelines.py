@@ -205,3 +205,77 @@ def test_unfinished_placeholder_says_not_done():
     for check in (ex.check_gpipe_prediction, ex.check_one_f_one_b_order, ex.check_convolve_tile):
         with pytest.raises(AssertionError, match="not done yet"):
             check(todo)
+
+
+# -- Exercise 4: what pipelining gains (predict, then measure) -------------------------------
+
+
+def speedup(p, m):
+    return m * p / (m + p - 1)
+
+
+def speedup_by_steps(p, m):  # written differently: count micro-batch steps of both schedules
+    naive_steps = p * m  # p stages one after the other, each with the whole batch
+    return naive_steps / (m + (p - 1))
+
+
+WRONG_SPEEDUPS = {
+    "utilisation": (lambda p, m: m / (m + p - 1), "utilisation"),
+    "inverted": (lambda p, m: (m + p - 1) / (m * p), "upside down"),
+    "no bubble: p": (lambda p, m: p, "no bubble"),
+    "m": (lambda p, m: m, "that is m"),
+    "off by one": (lambda p, m: m * p / (m + p), "off by one"),
+    "1 + bubble over ideal": (lambda p, m: 1 + (p - 1) / m, "bubble over ideal"),
+    "lesson's figure hard-coded": (lambda p, m: 16 / 9, "expected"),
+    "None": (lambda p, m: None, "None"),
+    "NaN": (lambda p, m: float("nan"), "Exercise 4"),
+    "a pair": (lambda p, m: (p, m), "0-D"),
+    "raises": (lambda p, m: p / 0, "ZeroDivisionError"),
+}
+
+
+def test_pipeline_speedup_correct_solutions_pass(capsys):
+    for f in (speedup, speedup_by_steps, lambda p, m: float(np.divide(m * p, m + p - 1))):
+        ex.check_pipeline_speedup(f)
+    assert capsys.readouterr().out.count("passed") == 3
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_SPEEDUPS))
+def test_pipeline_speedup_wrong_solutions_fail(wrong):
+    func, match = WRONG_SPEEDUPS[wrong]
+    with pytest.raises(AssertionError, match="Exercise 4") as info:
+        ex.check_pipeline_speedup(func)
+    assert match in str(info.value)
+
+
+def test_each_exercise_is_graded_on_its_own():
+    # Issue 25 item 3: one exercise wrong and the rest right fails exactly that check.
+    right = {ex.check_gpipe_prediction: gpipe_prediction, ex.check_one_f_one_b_order: one_f_one_b,
+             ex.check_convolve_tile: convolve_tile, ex.check_pipeline_speedup: speedup}
+    wrong = {ex.check_gpipe_prediction: WRONG_GPIPE["bubble over ideal"][0],
+             ex.check_one_f_one_b_order: WRONG_ORDERS[next(iter(WRONG_ORDERS))][0],
+             ex.check_convolve_tile: no_halo, ex.check_pipeline_speedup: WRONG_SPEEDUPS["off by one"][0]}
+    for broken in right:
+        failed = []
+        for check, solution in right.items():
+            try:
+                check(wrong[check] if check is broken else solution)
+            except AssertionError:
+                failed.append(check)
+        assert failed == [broken]
+
+
+def test_grading_seed_adds_other_cases(monkeypatch):
+    from mlpar.exercises import GRADING_SEED_VARIABLE
+
+    seen = []
+
+    def spy(p, m):
+        seen.append((p, m))
+        return speedup(p, m)
+
+    ex.check_pipeline_speedup(spy)
+    monkeypatch.setenv(GRADING_SEED_VARIABLE, "987")
+    ex.check_pipeline_speedup(spy)
+    half = len(seen) // 2
+    assert seen[:half] != seen[half:]

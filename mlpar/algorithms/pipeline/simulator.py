@@ -349,3 +349,37 @@ def all_schedules(p: int, m: int, v: int = 2, *, t_f: float = 1.0, t_b: float = 
         runs[f"interleaved, v={v}"] = simulate(sc.interleaved(p, m, v), t_f=t_f / v, t_b=t_b / v,
                                                message_bytes=1, activation_bytes=units / v)
     return runs
+
+
+#: A marker per schedule of ``all_schedules``: points that coincide stay told apart.
+MARKERS = {"gpipe": "o", "gpipe + remat": "s", "1f1b": "D", "1f1b + remat": "^", "zb-h1": "v"}
+
+
+def plot_memory_vs_bubble(runs: dict, ax=None):
+    """Bubble over ideal time against the busiest device's peak memory, one point per schedule.
+
+    Several schedules often land on the same point (1F1B and ZB-H1 hold the same activations;
+    re-materialisation keeps GPipe's bubble), so there are no labels next to the points, where
+    they would be written over each other: each schedule has its own marker, hollow and of its
+    own size (coinciding points show as nested markers), named in a legend beside the axes.
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(runs, dict) or not runs or not all(
+            isinstance(r, Timeline) for r in runs.values()):
+        raise TypeError(f"runs: expected a non-empty dict of name -> Timeline (all_schedules), "
+                        f"got {type(runs).__name__}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 3.2), constrained_layout=True)
+    colours = plt.cm.tab10.colors
+    for k, (label, r) in enumerate(runs.items()):
+        marker = MARKERS.get(label, "P")
+        ax.scatter(r.peak_bytes.max(), r.bubble_over_ideal, s=190 - 26 * k, marker=marker,
+                   facecolors="none", edgecolors=colours[k % len(colours)], linewidths=1.6,
+                   label=label, zorder=3 + k)
+    ax.set_xlabel("peak memory of the busiest device [layer activations]")
+    ax.set_ylabel("bubble / ideal time")
+    ax.margins(0.15)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+              labelspacing=1.1, frameon=False)
+    return ax

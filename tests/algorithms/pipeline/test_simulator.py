@@ -220,3 +220,26 @@ def test_link_latency_is_part_of_every_hop():
 def test_link_fields_the_simulator_cannot_apply_are_refused(link):
     with pytest.raises(ValueError, match="link: expected a cost model of messages only"):
         sim.simulate(sc.gpipe(2, 2), link=link)
+
+
+def test_memory_vs_bubble_plot_names_schedules_in_a_legend_not_on_the_points():
+    # Issue 25 item 5: 1F1B, 1F1B + remat and ZB-H1 labels were written on top of each other.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = sim.all_schedules(4, 8, 2)
+    ax = sim.plot_memory_vs_bubble(runs)
+    try:
+        assert not ax.texts  # nothing written next to the points
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == list(runs)
+        markers = [c.get_paths()[0].vertices.tobytes() for c in ax.collections]
+        sizes = [float(c.get_sizes()[0]) for c in ax.collections]
+        assert len(set(sizes)) == len(runs)  # coinciding points show as nested markers
+        assert len(markers) == len(runs)
+        assert "[layer activations]" in ax.get_xlabel()
+    finally:
+        plt.close(ax.figure)
+    with pytest.raises(TypeError, match="runs: expected a non-empty dict"):
+        sim.plot_memory_vs_bubble({})
