@@ -352,3 +352,33 @@ def train_with_actors(X, y, *, n_workers: int = 2, lr: float = 0.05, batch_size:
         delay=np.arange(len(pulled)) - pulled, pulled=pulled, mode="async", bound=np.inf,
         engine="dask actors", n_workers=m,
     )
+
+
+def compare_layouts(tasks: PSResult, actors: PSResult) -> str:
+    """Which layout applied updates faster, the notebook sending tasks or the Dask actor, and
+    the likely reason, read from the two runs (printed by lesson 06 whichever way it goes)."""
+    for name, run in (("tasks", tasks), ("actors", actors)):
+        if not isinstance(run, PSResult) or len(run.workers) < 2:
+            raise TypeError(f"{name}: expected a PSResult with at least 2 updates, got "
+                            f"{type(run).__name__}")
+    per_task = float(tasks.times[-1]) / len(tasks.workers)
+    per_actor = float(actors.times[-1]) / len(actors.workers)
+    # when every worker of the actor run had pushed once: a late start shows up here
+    firsts = [int(np.argmax(actors.workers == w)) for w in np.unique(actors.workers)]
+    all_in = float(actors.times[max(firsts) + 1])
+    late = (f" Every actor worker had pushed once after {all_in * 1e3:.1f} ms "
+            f"({all_in / float(actors.times[-1]):.0%} of the run)")
+    late += "; a worker whose loop started late leaves the other alone at first." if (
+        all_in > 0.25 * float(actors.times[-1])) else "."
+    head = (f"time per update: tasks {per_task * 1e3:.2f} ms, actor {per_actor * 1e3:.2f} ms. ")
+    if per_actor < per_task:
+        return head + (f"The actor layout was {per_task / per_actor:.2f}× faster here: each "
+                       "update is one round trip from a worker to the actor (the push is not "
+                       "awaited), while each task travels notebook → scheduler → worker and "
+                       "back." + late)
+    return head + (f"The actor layout was {per_actor / per_task:.2f}× slower here. The actor "
+                   "lives in one of the worker processes and serves every pull and push of "
+                   "both workers there, one at a time, between that worker's own gradients, "
+                   "and each call is a message through Dask's comms. Where the messages cost "
+                   "far more than the gradient, skipping the scheduler does not make up for "
+                   "that." + late)

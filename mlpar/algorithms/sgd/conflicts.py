@@ -39,6 +39,9 @@ SWEEP_WORK_PER_UPDATE = 2_000
 # Rates from fewer concurrent writes than this are noise (the threads barely overlapped).
 MIN_CONCURRENT_WRITES = 1_000
 PAD_R = 3.9  # the logistic map's chaotic regime: the padding loop cannot be shortcut
+# Caps that refuse runs of days before they start (the sweep's padding is 2,000 per update).
+MAX_EPOCHS = 10_000
+MAX_WORK_PER_UPDATE = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -162,12 +165,13 @@ def count_conflicts(
     every write also increments a shared counter ``hits[j]`` with a plain (non-atomic)
     ``+= 1`` and the threads count their own writes privately. With one thread both are 0.
     """
-    problem = check_training_data(problem)
-    threads = validation.positive_int("threads", threads)
+    threads = limits.workers("threads", threads)
     step = validation.positive("step", step)
-    epochs = validation.positive_int("epochs", epochs)
+    epochs = validation.positive_int("epochs", epochs, maximum=MAX_EPOCHS)
     seed = validation.seed("seed", seed)
-    work_per_update = validation.integer("work_per_update", work_per_update, minimum=0)
+    work_per_update = validation.integer("work_per_update", work_per_update, minimum=0,
+                                         maximum=MAX_WORK_PER_UPDATE)
+    problem = check_training_data(problem)
     p = problem
     rng = np.random.default_rng(seed)
     w = np.zeros(p.n_features)
@@ -317,8 +321,10 @@ def conflict_sweep(
         raise ValueError("densities: expected at least one density, got none")
     n_features = validation.positive_int("n_features", n_features)
     n_samples = validation.positive_int("n_samples", n_samples)
-    epochs = validation.positive_int("epochs", epochs)
-    work_per_update = validation.integer("work_per_update", work_per_update, minimum=0)
+    limits.elements("n_samples", n_samples * n_features)
+    epochs = validation.positive_int("epochs", epochs, maximum=MAX_EPOCHS)
+    work_per_update = validation.integer("work_per_update", work_per_update, minimum=0,
+                                         maximum=MAX_WORK_PER_UPDATE)
     threads = limits.workers("threads", threads)
     seed = validation.seed("seed", seed)
     progress = validation.flag("progress", progress)

@@ -236,3 +236,15 @@ def test_delay_scaling_keeps_async_stable_where_the_plain_step_diverges():
     assert np.isfinite(r.final_loss) and r.final_loss < r.losses[0]
     with pytest.raises(TypeError, match="delay_scaled"):
         parameter_server.train(X, Y, delay_scaled="yes")
+
+
+def test_compare_layouts_names_the_faster_one_and_refuses_other_things():
+    import dataclasses
+
+    fast = parameter_server.train(X, Y, n_workers=2, n_updates=20, cost=STRAGGLING)
+    slow = dataclasses.replace(fast, times=fast.times * 3)
+    assert "actor layout was 3.00× slower" in parameter_server.compare_layouts(fast, slow)
+    assert "actor layout was 3.00× faster" in parameter_server.compare_layouts(slow, fast)
+    assert "had pushed once after" in parameter_server.compare_layouts(fast, slow)
+    with pytest.raises(TypeError, match="actors"):
+        parameter_server.compare_layouts(fast, None)
