@@ -220,7 +220,7 @@ HORNER_DEGREE = 256
 MAX_DEGREE = 1 << 16
 #: Elements ``measure_thread_scaling`` gives to ``horner`` (at most): it is limited by
 #: arithmetic, so a short array shows the same rate in less time.
-HORNER_LENGTH = 1 << 20
+HORNER_LENGTH = 1 << 18
 
 
 def thread_sweep(top: int | None = None) -> list[int]:
