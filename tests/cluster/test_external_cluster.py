@@ -173,10 +173,12 @@ def test_unfit_workers_are_named_before_any_task_is_sent(address, client):
     fit = set(client.scheduler_info()["workers"])
     extra, where = {}, {}
     try:
-        for case, (prelude, _) in UNFIT.items():  # one at a time, to know which is which
-            extra[case] = extra_worker(address, prelude)
-            known = set(client.scheduler_info()["workers"])
-            (where[case],) = set(joined(client, len(known) + 1)) - known
+        for i, (prelude, _) in enumerate(UNFIT.values()):  # all at once; named to tell apart
+            extra[i] = extra_worker(address, prelude, "--name", f"unfit-{i}")
+        joined(client, N_WORKERS + len(UNFIT))
+        names = {info["name"]: a for a, info in client.scheduler_info()["workers"].items()}
+        extra = {case: extra[i] for i, case in enumerate(UNFIT)}
+        where = {case: names[f"unfit-{i}"] for i, case in enumerate(UNFIT)}
         os.kill(extra["frozen"].pid, signal.SIGSTOP)
         started = time.monotonic()
         with pytest.raises(ClusterError) as error:
