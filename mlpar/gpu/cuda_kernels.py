@@ -280,13 +280,14 @@ def tiled_matmul_kernel(tile: int, dtype: np.dtype):
         sa = cuda.shared.array((tile, tile), dtype=nb_type)
         sb = cuda.shared.array((tile, tile), dtype=nb_type)
         tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        zero = nb_type(0)  # a literal 0 would make each padded load a float64 (slow on a GPU)
         col = cuda.blockIdx.x * tile + tx
         row = cuda.blockIdx.y * tile + ty
         acc = nb_type(0)
         for t in range((a.shape[1] + tile - 1) // tile):
             ka, kb = t * tile + tx, t * tile + ty
-            sa[ty, tx] = a[row, ka] if row < a.shape[0] and ka < a.shape[1] else 0
-            sb[ty, tx] = b[kb, col] if kb < b.shape[0] and col < b.shape[1] else 0
+            sa[ty, tx] = a[row, ka] if row < a.shape[0] and ka < a.shape[1] else zero
+            sb[ty, tx] = b[kb, col] if kb < b.shape[0] and col < b.shape[1] else zero
             cuda.syncthreads()
             for j in range(tile):
                 acc += sa[ty, j] * sb[j, tx]

@@ -14,8 +14,10 @@ Step 3 (:func:`wide_matmul`): the same outer products, plus (a) each thread copi
 neighbouring elements per load step, the contiguous pattern that vector (128-bit) loads
 need, (b) A's tile is stored transposed in shared memory, so a thread's ``tm`` values of A sit
 side by side like its ``tn`` values of B, and (c) a tile shape chosen by measurement
-(:func:`tune`). numba offers no way to force vector instructions; whether the compiler emits
-them is for the measurement on a GPU to show.
+(:func:`tune`). numba offers no way to force vector instructions, and compiled for sm_90 the
+runs still come out as scalar loads (``tests/gpu/test_ptx.py`` compiles every kernel without a
+GPU); the transposed tile does cut the registers an 8 × 8 thread needs, which lets more blocks
+share a multiprocessor. How much each step gains is for the measurement on a GPU to show.
 
 Every kernel handles any m, k, p (edge tiles load zeros and skip out-of-range writes) and is
 checked against numpy on the simulator at small sizes; speed is measured only on a GPU,
@@ -87,19 +89,20 @@ def register_blocked_kernel(shape: gpu.Blocking, dtype):
         ra = cuda.local.array(tm, dtype=nb_type)
         rb = cuda.local.array(tn, dtype=nb_type)
         t = cuda.threadIdx.x
+        zero = nb_type(0)  # a literal 0 would turn the padded loads into float64 work
         r0, c0 = (t // across) * tm, (t % across) * tn
         row0, col0 = cuda.blockIdx.y * bm, cuda.blockIdx.x * bn
         m, kdim, p = a.shape[0], a.shape[1], b.shape[1]
         for i in range(tm):
             for j in range(tn):
-                acc[i, j] = 0
+                acc[i, j] = zero
         for k0 in range(0, kdim, bk):
             for e in range(t, bm * bk, threads):  # A tile, row by row
                 r, kk = e // bk, e % bk
-                sa[r, kk] = a[row0 + r, k0 + kk] if row0 + r < m and k0 + kk < kdim else 0
+                sa[r, kk] = a[row0 + r, k0 + kk] if row0 + r < m and k0 + kk < kdim else zero
             for e in range(t, bk * bn, threads):  # B tile, row by row
                 kk, j = e // bn, e % bn
-                sb[kk, j] = b[k0 + kk, col0 + j] if k0 + kk < kdim and col0 + j < p else 0
+                sb[kk, j] = b[k0 + kk, col0 + j] if k0 + kk < kdim and col0 + j < p else zero
             cuda.syncthreads()
             for kk in range(bk):
                 for i in range(tm):
@@ -142,25 +145,26 @@ def wide_kernel(shape: gpu.Blocking, dtype):
         ra = cuda.local.array(tm, dtype=nb_type)
         rb = cuda.local.array(tn, dtype=nb_type)
         t = cuda.threadIdx.x
+        zero = nb_type(0)  # a literal 0 would turn the padded loads into float64 work
         r0, c0 = (t // across) * tm, (t % across) * tn
         row0, col0 = cuda.blockIdx.y * bm, cuda.blockIdx.x * bn
         m, kdim, p = a.shape[0], a.shape[1], b.shape[1]
         for i in range(tm):
             for j in range(tn):
-                acc[i, j] = 0
+                acc[i, j] = zero
         for k0 in range(0, kdim, bk):
             for e in range(t, bm * runs_a, threads):
                 r, kk = e // runs_a, (e % runs_a) * 4
                 inside = row0 + r < m
                 for q in range(4):
                     sa[kk + q, r] = a[row0 + r, k0 + kk + q] if inside and k0 + kk + q < kdim \
-                        else 0
+                        else zero
             for e in range(t, bk * runs_b, threads):
                 kk, j = e // runs_b, (e % runs_b) * 4
                 inside = k0 + kk < kdim
                 for q in range(4):
                     sb[kk, j + q] = b[k0 + kk, col0 + j + q] if inside and col0 + j + q < p \
-                        else 0
+                        else zero
             cuda.syncthreads()
             for kk in range(bk):
                 for i in range(tm):

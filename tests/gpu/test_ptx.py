@@ -1,0 +1,96 @@
+"""Every lesson-10 kernel compiles for a real GPU (sm_90), checked without one.
+
+The simulator runs kernels as Python, so it never type-checks them for the CUDA target: a
+kernel can pass every simulator test and still fail to compile on a GPU. numba can compile to
+PTX without a device when it finds NVIDIA's NVVM library (``pip install nvidia-cuda-nvcc-cu12``
+and ``CUDA_HOME`` pointing at its ``nvidia/cuda_nvcc`` folder, or a CUDA toolkit). Where it
+cannot, these tests are skipped with that reason. They also check what the compiler made of
+the float32 kernels: no float64 arithmetic (a literal ``0`` in a padded load used to force it)
+and, where ``ptxas`` is on hand, no register spills.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SCRIPT = textwrap.dedent('''
+    import json, os, subprocess, sys, tempfile
+    import numpy as np
+    from numba import cuda, float32, float64
+    from numba.cuda.cudadrv import nvvm
+    if not nvvm.is_available():
+        print("RESULT " + json.dumps({"nvvm": False}))
+        sys.exit(0)
+    from mlpar.gpu import backend
+    backend.choose_cuda_backend = lambda prefer="auto": "gpu"  # compile only: no device needed
+    from mlpar.gpu import cuda_kernels as ck, matmul as mm
+
+    py = lambda k: getattr(k, "py_func", k)
+    ptxas = sys.argv[1] if len(sys.argv) > 1 else ""
+    out = {"nvvm": True, "kernels": {}}
+    for dt, nb in ((np.float32, float32), (np.float64, float64)):
+        v, m = nb[::1], nb[:, ::1]
+        jobs = [("product", ck.product_kernel, (v, v, v)), ("sum", ck.sum_kernel(128, dt), (v, v)),
+                ("naive", ck.naive_matmul_kernel(dt), (m, m, m)),
+                ("tiled", ck.tiled_matmul_kernel(16, dt), (m, m, m))]
+        for s in dict.fromkeys([mm.REGISTER_SHAPE, mm.WIDE_SHAPE, *mm.TUNE_SHAPES]):
+            jobs.append((f"register {s.bm}x{s.bn}x{s.bk}", mm.register_blocked_kernel(s, dt), (m, m, m)))
+            jobs.append((f"wide {s.bm}x{s.bn}x{s.bk}", mm.wide_kernel(s, dt), (m, m, m)))
+        for name, kernel, sig in jobs:
+            ptx, _ = cuda.compile_ptx(py(kernel), sig, cc=(9, 0))
+            spills = None
+            if ptxas:
+                with tempfile.TemporaryDirectory() as tmp:
+                    src = os.path.join(tmp, "k.ptx")
+                    # an older ptxas than the NVVM that wrote the PTX refuses its version line only
+                    open(src, "w").write(ptx.replace(".version 9.0", ".version 8.0"))
+                    done = subprocess.run([ptxas, "-arch=sm_90", "-v", src, "-o",
+                                           os.path.join(tmp, "k.cubin")], capture_output=True,
+                                          text=True)
+                    spills = (done.stderr.count(" 0 bytes spill stores")
+                              if done.returncode == 0 else done.stderr[-300:])
+            out["kernels"][f"{np.dtype(dt).name} {name}"] = {"f64": ptx.count(".f64"),
+                                                             "spills": spills}
+    print("RESULT " + json.dumps(out))
+''')
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["NUMBA_ENABLE_CUDASIM"] = "0"
+    home = os.environ.get("CUDA_HOME", "")
+    ptxas = shutil.which("ptxas") or (str(Path(home, "bin", "ptxas")) if home else "")
+    args = [ptxas] if ptxas and Path(ptxas).exists() else []
+    done = subprocess.run([sys.executable, "-c", SCRIPT, *args], capture_output=True, text=True,
+                          env=env, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads([s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1][7:])
+    if not result["nvvm"]:
+        pytest.skip("numba finds no NVVM library to compile for a GPU here: pip install "
+                    "nvidia-cuda-nvcc-cu12 and set CUDA_HOME to its nvidia/cuda_nvcc folder")
+    return result["kernels"]
+
+
+def test_every_kernel_compiles_for_the_gpu(compiled):
+    steps = {name.split()[1] for name in compiled}
+    assert steps == {"product", "sum", "naive", "tiled", "register", "wide"}
+    assert len(compiled) == 2 * (4 + 2 * 6)  # two dtypes; REGISTER_SHAPE and 5 tuned shapes
+
+
+def test_float32_kernels_do_no_float64_arithmetic(compiled):
+    doubles = {name: k["f64"] for name, k in compiled.items() if name.startswith("float32")}
+    assert doubles == dict.fromkeys(doubles, 0)
+
+
+def test_no_register_spills_where_ptxas_can_tell(compiled):
+    checked = {name: k["spills"] for name, k in compiled.items() if k["spills"] is not None}
+    if not checked:
+        pytest.skip("no ptxas here (it comes with nvidia-cuda-nvcc-cu12 or a CUDA toolkit)")
+    assert checked == dict.fromkeys(checked, 1), checked  # one kernel each, "0 bytes spill"
