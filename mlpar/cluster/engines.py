@@ -273,6 +273,12 @@ class DaskEngine(Engine):
     take less than about 10 ms. An actor's method call is one request to the worker that
     holds it and one reply: the scheduler is not on the path. Data is put once per worker
     (``put``) and tasks name it by ``Ref``; only ``w`` and the results travel per round.
+
+    On a cluster given by address, Dask's default for a client is to send actor calls through
+    the scheduler (one more hop, but it works when only the scheduler's port is reachable, as
+    through an SSH tunnel); Dask's setting ``distributed.client.direct-to-workers``
+    (``DASK_DISTRIBUTED__CLIENT__DIRECT_TO_WORKERS=True``) sends them straight to the workers,
+    as on the LocalCluster. The cost model is calibrated on the path in use either way.
     """
 
     name = "dask"
