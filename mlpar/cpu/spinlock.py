@@ -8,6 +8,10 @@ module emits the three LLVM instructions a lock needs, each as a numba ``@intrin
 * ``compare_and_swap(a, i, expected, new)``: atomically, if ``a[i] == expected`` then
   ``a[i] = new``; returns the old value (``cmpxchg``, sequentially consistent). The one
   read-modify-write that two threads can never interleave.
+* ``compare_and_swap_float(a, i, expected, new)``: the same on a float64 array, comparing the
+  64 bits (so -0.0 and NaN behave); returns 1 if it swapped, 0 if another thread got there
+  first. A loop of it makes an atomic ``a[i] -= delta`` (``atomic_subtract``), the atomic
+  scalar update the Hogwild paper assumes.
 * ``store_release(a, i, value)``: a store that earlier reads and writes cannot move past.
 * ``load_relaxed(a, i)``: a plain load that the compiler must really perform each time
   (on x86 it is an ordinary ``mov``; it is not a locked instruction). The Hogwild
@@ -69,6 +73,41 @@ def compare_and_swap(typingctx, arr, idx, expected, new):
         return builder.extract_value(pair, 0)
 
     return sig, codegen
+
+
+@intrinsic
+def compare_and_swap_float(typingctx, arr, idx, expected, new):
+    """``if bits(a[i]) == bits(expected): a[i] = new`` as one atomic step; 1 if it swapped."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.float64 and arr.ndim == 1):
+        return None
+    sig = types.int64(arr, idx, types.float64, types.float64)
+
+    def codegen(context, builder, signature, args):
+        from llvmlite import ir
+
+        a, i, exp, val = args
+        ptr = _element_pointer(context, builder, signature.args[0], a, signature.args[1], i)
+        word = ir.IntType(64)
+        # cmpxchg works on integers: compare and swap the doubles' bit patterns
+        ptr = builder.bitcast(ptr, word.as_pointer())
+        exp = builder.bitcast(context.cast(builder, exp, signature.args[2], types.float64), word)
+        val = builder.bitcast(context.cast(builder, val, signature.args[3], types.float64), word)
+        pair = builder.cmpxchg(ptr, exp, val, "seq_cst", "seq_cst")
+        return builder.zext(builder.extract_value(pair, 1), word)
+
+    return sig, codegen
+
+
+@njit(nogil=True, inline="always")
+def atomic_subtract(arr, i, delta):
+    """``arr[i] -= delta`` that no other thread's update can overwrite: read, compute, and
+    swap only if ``arr[i]`` is still what was read, else retry. Returns the retries made."""
+    retries = 0
+    while True:
+        old = load_relaxed(arr, i)
+        if compare_and_swap_float(arr, i, old, old - delta):
+            return retries
+        retries += 1
 
 
 @intrinsic

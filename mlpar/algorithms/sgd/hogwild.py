@@ -12,6 +12,9 @@ The variants differ only in what surrounds one update:
 * ``serial``: one thread, no lock (the reference);
 * ``locked``: a spin lock (``mlpar.cpu.spinlock``) around every update, so updates never
   overlap: correct by construction, but only one thread makes progress at a time;
+* ``atomic``: no lock, but every coordinate's ``w[j] -= ...`` is one atomic
+  compare-and-swap loop (``spinlock.atomic_subtract``): reads may be stale, no update is
+  ever lost. This is the model the Hogwild paper's theorem assumes;
 * ``lock-free``: no lock at all (Hogwild: Niu, Recht, Ré and Wright, 2011). Two threads may
   read ``w_j`` while the other is writing it: a *stale read* (the gradient used an old value)
   or, more rarely, a *lost update* (two read-modify-writes of ``w_j`` interleave and one
@@ -34,15 +37,23 @@ import numba
 import numpy as np
 
 from mlpar.algorithms.sgd.sparse_data import SparseProblem
-from mlpar.algorithms.sgd.sparse_logistic import check_training_data, logistic_loss, sgd_update
+from mlpar.algorithms.sgd.sparse_logistic import (
+    check_training_data,
+    logistic_loss,
+    minus_sigmoid_gradient,
+    sgd_update,
+)
 from mlpar.algorithms.training import TrainingResult
 from mlpar.core import limits, validation
 
 # mlpar.core.threads first among ours: it picks numba's thread-safe layer before anything runs.
 from mlpar.core import threads as _threads  # noqa: F401
-from mlpar.cpu.spinlock import acquire, arrive_and_wait, new_lock, release
+from mlpar.cpu.spinlock import acquire, arrive_and_wait, atomic_subtract, new_lock, release
 
-VARIANTS = ("serial", "locked", "lock-free")
+VARIANTS = ("serial", "locked", "atomic", "lock-free")
+# what surrounds one update in _worker (numba compiles one function for all three)
+LOCK_FREE, LOCKED, ATOMIC = 0, 1, 2
+_MODES = {"lock-free": LOCK_FREE, "locked": LOCKED, "atomic": ATOMIC, "serial": LOCK_FREE}
 NO_ROWS = np.zeros(0, dtype=np.int64)  # an empty order: compiles a kernel without running it
 
 
@@ -53,19 +64,35 @@ def _serial_epoch(indptr, indices, data, y, w, order, step):
         sgd_update(indptr, indices, data, y, w, order[k], step)
 
 
+@numba.njit(nogil=True, inline="always")
+def sgd_update_atomic(indptr, indices, data, y, w, i, step):
+    """``sgd_update`` whose writes are atomic subtractions; returns the retries they needed."""
+    start, stop = indptr[i], indptr[i + 1]
+    margin = 0.0
+    for p in range(start, stop):
+        margin += data[p] * w[indices[p]]
+    scale = step * y[i] * minus_sigmoid_gradient(y[i] * margin)
+    retries = 0
+    for p in range(start, stop):
+        retries += atomic_subtract(w, indices[p], scale * data[p])
+    return retries
+
+
 @numba.njit(nogil=True, cache=True)
-def _worker(
-    indptr, indices, data, y, w, order, start, stop, step, lock, use_lock, barrier, parties
-):
-    """One thread's chunk ``order[start:stop]``; returns how often it found the lock taken."""
+def _worker(indptr, indices, data, y, w, order, start, stop, step, lock, mode, barrier, parties):
+    """One thread's chunk ``order[start:stop]``; returns the spins it waited for the lock
+    (``LOCKED``) or the compare-and-swaps it retried (``ATOMIC``)."""
     arrive_and_wait(barrier, parties)  # all threads start their chunks together
     waits = 0
     for k in range(start, stop):
-        if use_lock:
+        if mode == LOCKED:
             waits += acquire(lock)
-        sgd_update(indptr, indices, data, y, w, order[k], step)
-        if use_lock:
+            sgd_update(indptr, indices, data, y, w, order[k], step)
             release(lock)
+        elif mode == ATOMIC:
+            waits += sgd_update_atomic(indptr, indices, data, y, w, order[k], step)
+        else:
+            sgd_update(indptr, indices, data, y, w, order[k], step)
     return waits
 
 
@@ -111,13 +138,15 @@ class SGDRun(TrainingResult):
     ``times[e]``, the wall time spent updating (loss evaluation is not counted).
 
     ``updates`` is the number of sample updates made; ``lock_waits`` the spins the locked
-    variant's threads made waiting for the lock.
+    variant's threads made waiting for the lock; ``cas_retries`` the compare-and-swaps the
+    atomic variant had to repeat because another thread wrote the coordinate in between.
     """
 
     variant: str
     threads: int
     updates: int
     lock_waits: int
+    cas_retries: int = 0
 
     @property
     def updates_per_second(self) -> float:
@@ -162,7 +191,7 @@ def run_sgd(
 ) -> SGDRun:
     """Train from ``w = 0`` for ``epochs`` passes; epoch ``e`` uses step ``step · decay**e``.
 
-    ``variant`` is 'serial', 'locked' or 'lock-free'; the shuffles depend on ``seed`` only,
+    ``variant`` is 'serial', 'locked', 'atomic' or 'lock-free'; the shuffles depend on ``seed`` only,
     so every variant sees the same samples in the same epochs.
     """
     problem, variant, threads, step, epochs, decay, seed = _validate_run(
@@ -172,11 +201,11 @@ def run_sgd(
     rng = np.random.default_rng(seed)
     w = np.zeros(p.n_features)
     lock = new_lock()
-    use_lock = variant == "locked"
+    mode = _MODES[variant]
     # Compile (or load from cache) on this thread, before any worker thread can race to it.
     _serial_epoch(p.indptr, p.indices, p.data, p.y, w, NO_ROWS, step)
     barrier = new_lock()
-    _worker(p.indptr, p.indices, p.data, p.y, w, NO_ROWS, 0, 0, step, lock, use_lock, barrier, 1)
+    _worker(p.indptr, p.indices, p.data, p.y, w, NO_ROWS, 0, 0, step, lock, mode, barrier, 1)
 
     losses = [logistic_loss(p, w)]
     seconds = [0.0]
@@ -193,7 +222,7 @@ def run_sgd(
         else:
             args = [
                 (p.indptr, p.indices, p.data, p.y, w, order, bounds[t], bounds[t + 1], gamma,
-                 lock, use_lock, barrier, threads)
+                 lock, mode, barrier, threads)
                 for t in range(threads)
             ]
             waits += sum(int(r) for r in run_in_threads(_worker, args))
@@ -203,7 +232,8 @@ def run_sgd(
     return SGDRun(
         label=run_label(variant, threads), weights=w, times=np.array(seconds),
         losses=np.array(losses), variant=variant, threads=threads,
-        updates=epochs * p.n_samples, lock_waits=waits,
+        updates=epochs * p.n_samples, lock_waits=waits if variant == "locked" else 0,
+        cas_retries=waits if variant == "atomic" else 0,
     )
 
 

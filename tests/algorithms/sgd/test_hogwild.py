@@ -41,15 +41,15 @@ def test_serial_sgd_reaches_the_scikit_learn_optimum(problem, serial):
     assert best <= serial.final_loss <= best * 1.01
 
 
-@pytest.mark.parametrize("variant", ["lock-free", "locked"])
+@pytest.mark.parametrize("variant", ["lock-free", "locked", "atomic"])
 def test_one_thread_equals_serial_sgd_exactly(problem, serial, variant):
     run = run_sgd(problem, variant, threads=1, step=1.0, epochs=10, seed=0)
     np.testing.assert_array_equal(run.weights, serial.weights)
     np.testing.assert_array_equal(run.losses, serial.losses)
-    assert run.lock_waits == 0
+    assert run.lock_waits == 0 and run.cas_retries == 0
 
 
-@pytest.mark.parametrize("variant", ["lock-free", "locked"])
+@pytest.mark.parametrize("variant", ["lock-free", "locked", "atomic"])
 def test_two_threads_reach_the_serial_loss(problem, serial, variant):
     run = run_sgd(problem, variant, threads=2, step=1.0, epochs=10, seed=0)
     assert run.final_loss == pytest.approx(serial.final_loss, rel=LOSS_RTOL)
@@ -107,7 +107,7 @@ def test_fewer_than_one_thread_raises(problem, threads):
 
 def test_other_bad_arguments_raise(problem):
     with pytest.raises(ValueError, match="variant"):
-        run_sgd(problem, "atomic")
+        run_sgd(problem, "optimistic")
     with pytest.raises(ValueError, match="threads"):
         run_sgd(problem, "serial", threads=2)
     with pytest.raises(ValueError, match="decay"):
@@ -235,3 +235,35 @@ def test_bad_data_is_named_before_any_thread_starts(problem, monkeypatch, where,
 def test_genuine_divergence_still_blames_the_step(problem):
     with pytest.raises(ValueError, match="step: training diverged"):
         run_sgd(problem, "lock-free", threads=2, step=1e300)
+
+
+def test_atomic_subtract_never_loses_an_update_on_threads():
+    # Two threads subtract 1 from the same 4 coordinates: the plain `-=` may lose some, the
+    # compare-and-swap loop none, whatever the interleaving.
+    w = np.zeros(4)
+    n = 200_000
+    retries = run_in_threads(_hammer, [(w, n), (w, n)])
+    assert w.sum() == -2 * n
+    assert all(r >= 0 for r in retries)
+
+
+@numba.njit(nogil=True)
+def _hammer(w, n):
+    retries = 0
+    for k in range(n):
+        retries += spinlock.atomic_subtract(w, k % 4, 1.0)
+    return retries
+
+
+def test_compare_and_swap_float_compares_bits():
+    @numba.njit
+    def cas(w, expected, new):
+        return spinlock.compare_and_swap_float(w, 0, expected, new)
+
+    w = np.array([0.0])
+    assert cas(w, 0.0, 5.0) == 1 and w[0] == 5.0
+    assert cas(w, 1.0, 7.0) == 0 and w[0] == 5.0  # another value: no swap
+    w[0] = -0.0
+    assert cas(w, 0.0, 2.0) == 0  # +0.0 and -0.0 are equal numbers but different bits
+    w[0] = np.nan
+    assert cas(w, np.nan, 3.0) == 1 and w[0] == 3.0  # NaN's own bits match: no endless retry
