@@ -521,7 +521,7 @@ def _speedup_mistakes(J, t, c, p):
     }
 
 
-def check_speedup_prediction(func, *, measured: dict | None = None) -> None:
+def check_predict_speedup(func, *, measured: dict | None = None) -> None:
     """``func(n_jobs, job_seconds, dispatch_seconds, workers)`` -> the model's speedup, graded
     exactly against ``speedup_model``. With ``measured`` (``n_jobs``, ``job_seconds``,
     ``dispatch_seconds``, ``workers`` and the measured ``speedup``) it then reports how far the

@@ -574,25 +574,25 @@ SPEEDUP_WRONG = {
 
 
 @pytest.mark.parametrize("solution", [speedup_direct, speedup_by_rounds])
-def test_speedup_correct_solutions_pass(solution, capsys):
-    ex.check_speedup_prediction(solution)
+def test_predict_speedup_correct_solutions_pass(solution, capsys):
+    ex.check_predict_speedup(solution)
     assert "✓ predict_speedup passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("case", sorted(SPEEDUP_WRONG))
-def test_speedup_wrong_solutions_are_rejected(case):
+def test_predict_speedup_wrong_solutions_are_rejected(case):
     func, message = SPEEDUP_WRONG[case]
     with pytest.raises(AssertionError, match=message) as info:
-        ex.check_speedup_prediction(func)
+        ex.check_predict_speedup(func)
     assert str(info.value).startswith("predict_speedup: ")
 
 
 @pytest.mark.parametrize("measured, words", [
     (1.14, "below the prediction"), (1.70, "within 15%"), (2.5, "higher than the model")])
-def test_speedup_reports_the_measurement_without_grading_it(measured, words, capsys):
+def test_predict_speedup_reports_the_measurement_without_grading_it(measured, words, capsys):
     figures = {"n_jobs": 27, "job_seconds": 2e-3, "dispatch_seconds": 1e-4, "workers": 2,
                "speedup": measured}
-    ex.check_speedup_prediction(speedup_direct, measured=figures)
+    ex.check_predict_speedup(speedup_direct, measured=figures)
     out = capsys.readouterr().out
     assert "✓ predict_speedup passed" in out and words in out
     assert f"{ex.speedup_model(27, 2e-3, 1e-4, 2):.2f}×" in out
@@ -601,8 +601,8 @@ def test_speedup_reports_the_measurement_without_grading_it(measured, words, cap
 @pytest.mark.parametrize("measured", [None, {"speedup": 1.2}, "fast", {
     "n_jobs": 27, "job_seconds": 2e-3, "dispatch_seconds": 1e-4, "workers": 2,
     "speedup": float("nan")}])
-def test_speedup_never_crashes_on_a_bad_measurement(measured, capsys):
-    ex.check_speedup_prediction(speedup_direct, measured=measured)
+def test_predict_speedup_never_crashes_on_a_bad_measurement(measured, capsys):
+    ex.check_predict_speedup(speedup_direct, measured=measured)
     out = capsys.readouterr().out
     assert "✓ predict_speedup passed" in out
     assert measured is None or "n/a" in out
@@ -614,7 +614,7 @@ RIGHT = {"rbf_kernel": (ex.check_rbf_kernel, rbf_by_scipy),
          "pair_update": (ex.check_pair_update, pair_by_bounds),
          "choose_j": (ex.check_choose_j, choose_j_loop),
          "kernel_by_blocks": (ex.check_kernel_by_blocks, blocks_by_bounds),
-         "predict_speedup": (ex.check_speedup_prediction, speedup_by_rounds)}
+         "predict_speedup": (ex.check_predict_speedup, speedup_by_rounds)}
 WRONG = {"rbf_kernel": _row_loop, "pair_update": PAIR_WRONG["unit diagonal"][0],
          "choose_j": _first_order, "kernel_by_blocks": _tasks_then_serial,
          "predict_speedup": SPEEDUP_WRONG["no ceil"][0]}

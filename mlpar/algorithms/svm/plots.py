@@ -46,10 +46,15 @@ def plot_decision_boundary(model, X: np.ndarray, y, ax=None, *, resolution: int 
         sv = X[support]
         ax.scatter(sv[:, 0], sv[:, 1], s=40, facecolors="none", edgecolors="k", linewidths=0.6,
                    label="support vectors")
+    # Proxies so that a legend also explains the lines drawn by ``contour``.
+    ax.plot([], [], color="k", lw=1.2, label="boundary f = 0")
+    ax.plot([], [], color="k", lw=0.8, ls="--", label="margins f = ±1")
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
     ax.set_xticks([])
     ax.set_yticks([])
+    ax.set_xlabel("$x_1$ (feature 1, data units)", fontsize=8)
+    ax.set_ylabel("$x_2$ (feature 2, data units)", fontsize=8)
     if title:
         ax.set_title(title, fontsize=9)
     return ax
