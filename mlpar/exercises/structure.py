@@ -233,15 +233,23 @@ class StepCounter:
         return self._local
 
     def run(self, func, *args, **kwargs):
-        """``func(*args, **kwargs)`` under the tracer; the tracer in place before is restored."""
+        """``func(*args, **kwargs)`` under the tracer; the tracer in place before is restored.
+
+        Threads the function starts while it runs are traced too (``threading.settrace``), so a
+        loop handed to a new thread pool still counts; threads that existed before are not.
+        """
         import sys
+        import threading
 
         before = sys.gettrace()
+        threads_before = threading.gettrace()
+        threading.settrace(self._global)
         sys.settrace(self._global)
         try:
             return func(*args, **kwargs)
         finally:
             sys.settrace(before)
+            threading.settrace(threads_before)
             # The top-level call is the function itself, not a helper it called.
             self.calls = max(self.calls - 1, 0)
 

@@ -128,3 +128,22 @@ def test_the_source_of_code_that_cannot_be_read_is_skipped():
     exec("def f(x):\n    return [v for v in x]\n", namespace)  # no file: no source to read
     counter.run(namespace["f"], range(3))
     assert counter.hidden_loops() == []
+
+
+def loop_on_a_new_thread(X):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(loop, np.asarray(X)).result()
+
+
+def test_a_loop_handed_to_a_new_thread_still_counts():
+    with pytest.raises(AssertionError, match="once per row"):
+        _expect(loop_on_a_new_thread)
+
+
+def test_the_thread_tracer_is_restored():
+    import threading
+
+    structure.StepCounter().run(vectorised, np.ones((2, 2)))
+    assert threading.gettrace() is None
