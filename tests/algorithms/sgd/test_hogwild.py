@@ -184,7 +184,8 @@ def test_benchmark_family_reports_its_figures():
     from mlpar.benchmarks import hogwild as family
 
     figures = family.run(quick=True)
-    assert set(figures["updates_per_second"]) == {"serial", "locked", "lock-free"}
+    assert set(figures["updates_per_second"]) == {"serial", "locked", "atomic", "lock-free"}
+    assert figures["cas_retries_atomic"] >= 0 and "atomic / locked" in family.report(figures)
     assert figures["lock_free_over_locked"] > 0
     assert figures["loss_difference_vs_serial"] < 0.02  # convergence, not speed
     text = family.report(figures)
