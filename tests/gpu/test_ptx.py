@@ -1,4 +1,8 @@
-"""Every lesson-10 kernel compiles for a real GPU (sm_90), checked without one.
+"""Lesson 10 on numba's real CUDA target, checked without a GPU: kernels compile, warnings.
+
+Every lesson-10 kernel compiles for a real GPU (sm_90), and ``small_grids`` silences the very
+occupancy warning numba's real target emits (it warns when a launch is configured, before any
+device is touched).
 
 The simulator runs kernels as Python, so it never type-checks them for the CUDA target: a
 kernel can pass every simulator test and still fail to compile on a GPU. numba can compile to
@@ -95,3 +99,38 @@ def test_no_register_spills_where_ptxas_can_tell(compiled):
     if not checked:
         pytest.skip("no ptxas here (it comes with nvidia-cuda-nvcc-cu12 or a CUDA toolkit)")
     assert checked == dict.fromkeys(checked, 1), checked  # one kernel each, "0 bytes spill"
+
+
+def test_small_grids_silences_numbas_own_occupancy_warning_and_nothing_more():
+    # numba's real CUDA target warns when a launch is configured (kernel[grid, block]), before
+    # any device is touched: so the filter is tested against the warning numba really emits.
+    code = textwrap.dedent('''
+        import json, warnings
+        from mlpar.gpu import backend
+        backend.choose_cuda_backend = lambda prefer="auto": "gpu"
+        from mlpar.gpu import cuda_kernels as ck
+
+        def seen(grid, quiet):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                if quiet:
+                    with ck.small_grids():
+                        ck.product_kernel[grid, 128]
+                else:
+                    ck.product_kernel[grid, 128]
+            return [f"{w.category.__name__}: {w.message}" for w in caught]
+
+        print(json.dumps([seen(3, False), seen(3, True), seen(132 * 32, False),
+                          seen((8, 8), False)]))
+    ''')
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["NUMBA_ENABLE_CUDASIM"] = "0"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    small, quiet, full, grid_2d = json.loads(done.stdout.strip().splitlines()[-1])
+    assert small == ["NumbaPerformanceWarning: Grid size 3 will likely result in GPU "
+                     "under-utilization due to low occupancy."]
+    assert quiet == [] and full == []
+    assert grid_2d == ["NumbaPerformanceWarning: Grid size 64 will likely result in GPU "
+                       "under-utilization due to low occupancy."]
