@@ -96,3 +96,39 @@ def test_simulated_and_measured_counts_share_one_record(problem):
     real = count_conflicts(problem, threads=1, seed=0)
     assert isinstance(sim, RaceCounts) and isinstance(real, RaceCounts)
     assert RaceCounts(2, 10, 3, 1).stale_rate == 0.3 and RaceCounts(2, 10, 3, 1).lost_rate == 0.1
+
+
+def test_the_stale_rate_model():
+    from mlpar.algorithms.sgd.conflicts import stale_rate_model
+
+    assert stale_rate_model(0.3, 2) == pytest.approx(0.3)  # 2 threads: the density itself
+    assert stale_rate_model(0.5, 1) == 0.0  # nobody to race with
+    assert stale_rate_model(0.1, 4) == pytest.approx(1 - 0.9**3)
+    assert stale_rate_model(1.0, 8) == 1.0
+    with pytest.raises(ValueError, match="density"):
+        stale_rate_model(1.5, 2)
+    with pytest.raises(ValueError, match="threads"):
+        stale_rate_model(0.1, 0)
+
+
+def test_counts_and_sweeps_carry_the_actual_density():
+    # every row has at least one of 200 features, so "0.001" is really about 1/200
+    sparse = make_sparse_problem(400, 200, 0.001, seed=0)
+    assert sparse.actual_density == sparse.nnz / (400 * 200) >= 1 / 200
+    c = count_conflicts(sparse, threads=1, seed=0)
+    assert c.actual_density == sparse.actual_density and c.density == 0.001
+    sweep = conflict_sweep([0.001, 0.5], n_features=200, n_samples=100, epochs=1,
+                           work_per_update=0, threads=1, seed=0)
+    assert sweep.actual_densities[0] >= 1 / 200 > sweep.densities[0]
+    assert "actual" in repr(sweep)
+
+
+def test_runs_of_days_are_refused_before_they_start(problem):
+    with pytest.raises(ValueError, match="epochs"):
+        count_conflicts(problem, epochs=10**12)
+    with pytest.raises(ValueError, match="work_per_update"):
+        count_conflicts(problem, work_per_update=10**12)
+    with pytest.raises(ValueError, match="threads"):
+        count_conflicts(problem, threads=10**9)
+    with pytest.raises(ValueError, match="epochs"):
+        conflict_sweep([0.1], epochs=10**12)
