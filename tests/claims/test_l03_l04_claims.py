@@ -31,15 +31,22 @@ def test_all_sgd_variants_reach_the_same_loss_on_any_machine():
     assert claim.lesson == "04" and claim.held is True
 
 
-def test_a_timing_claim_reports_a_figure_and_a_threshold():
+def test_a_timing_claim_reports_a_figure_and_a_threshold(monkeypatch):
+    from mlpar.core import environment
+
+    # a machine where it applies (on one real core the figure is still measured, just not 2×)
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
     claim = l04.lock_free_beats_locked(quick=True)
     assert claim.lesson == "04" and claim.threshold == 1.5 and math.isfinite(claim.value)
     assert "lock-free" in repr(claim)
 
 
-def test_parallel_cv_claim_reads_a_strong_curve_it_is_given():
+def test_parallel_cv_claim_reads_a_strong_curve_it_is_given(monkeypatch):
     from mlpar.claims import l03_model_selection as c03
+    from mlpar.core import environment
     from mlpar.cpu.scaling_laws import SpeedupCurve
+
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")  # judged, not n/a
 
     curve = SpeedupCurve(workers=(1, 2), samples=((2.0, 1.1), (2.1, 1.0)))
     claim = c03.parallel_cv_speeds_up(curve=curve)

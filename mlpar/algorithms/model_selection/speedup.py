@@ -341,17 +341,22 @@ class GridTiming:
                 f"{self.parallel_seconds:.3f} s, measured {self.measured:.2f}×)")
 
 
+def _carry_only(*_task) -> float:
+    """A task that receives a fit's arguments and does nothing: what dispatch alone costs."""
+    return 0.0
+
+
 def measure_grid_speedup(model, grid: dict, X, y, folds, *, n_workers: int = 2,
                          repeat: int = 2) -> GridTiming:
     """Time a grid search (one task per candidate and fold) serially and on ``n_workers`` loky
     processes, interleaved, after a warm-up; and measure the model's inputs: each task's time
-    (serially, one at a time) and the dispatch cost c of an empty task on the same pool
-    (``T(p) = ⌈n/p⌉·c`` for n empty tasks). BLAS runs one thread everywhere."""
+    (serially, one at a time) and the dispatch cost c: the same n tasks, with the same
+    arguments, doing nothing on the same pool (``T(p) = ⌈n/p⌉·c``). BLAS runs one thread
+    everywhere."""
     from threadpoolctl import threadpool_limits
 
     from mlpar.algorithms.model_selection import search
     from mlpar.core import environment
-    from mlpar.cpu import gil
 
     model, X, y = _check_inputs(model, X, y)
     candidates = search.parameter_grid(grid)
@@ -375,9 +380,15 @@ def measure_grid_speedup(model, grid: dict, X, y, folds, *, n_workers: int = 2,
     for _ in range(repeat):  # interleaved: a burst of outside load hits both alike
         serial = min(serial, run("sequential", 1))
         parallel = min(parallel, run("loky", n_workers))
-    n_empty = 50 * n_workers
-    per_empty = gil.task_overhead("loky", n_tasks=n_empty, n_jobs=n_workers)
-    dispatch = per_empty * n_empty / math.ceil(n_empty / n_workers)
+    # c: the same tasks, arguments and all (the model, X, y and the fold's rows are pickled
+    # for every task), doing nothing on the pool: T(p) = ⌈n/p⌉·c for them
+    tasks = [(model, params, X, y, train, test) for params in candidates for train, test in folds]
+    empty = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        cv.run_tasks(_carry_only, tasks, backend="loky", n_jobs=n_workers, blas_threads=1)
+        empty = min(empty, time.perf_counter() - start)
+    dispatch = empty / math.ceil(len(tasks) / n_workers)
     return GridTiming(len(candidates), len(folds), n_workers, environment.usable_cores(),
                       float(sum(task_times) / len(task_times)), float(max(task_times)),
                       float(dispatch), serial, parallel)
