@@ -68,7 +68,8 @@ def check_ratio(predict, measured=None) -> None:
     check then says how far their time ratio fell from the prediction and why. The
     measurement never decides the grade.
     """
-    for m in _RATIO_CASES:
+    extra = int(np.random.default_rng(case_seed(8)).integers(4, 65))  # new in every graded run
+    for m in [*_RATIO_CASES, extra]:
         h = harmonic(m)
         misreadings = [
             (h, "H_m is the slowest task's *extra* time; a task also takes its fixed part "
@@ -88,7 +89,8 @@ def check_ratio(predict, measured=None) -> None:
         _refuse(RATIO, f"m = {m}", got, sync_async_ratio_model(m), misreadings,
                 "A synchronous round of m updates waits for the largest of m tasks T(1 + E); "
                 "m asynchronous updates take one mean task.")
-    passed(RATIO, f"(1 + H_m)/2 for m = {', '.join(str(m) for m in sorted(_RATIO_CASES))}")
+    passed(RATIO, f"(1 + H_m)/2 for m = {', '.join(str(m) for m in sorted(_RATIO_CASES))} "
+                  f"and {extra}")
     if measured is not None:
         print(compare_ratio(predict, measured))
 
