@@ -212,3 +212,116 @@ def measure_and_predict(engine, X, y, *, n_iter: int = 20, repeat: int = 7) -> P
     measured = float(np.median(np.concatenate([np.diff(r.times)[1:] for r in runs])))
     simulated = gradient_descent(X, y, n_workers=engine.n_workers, n_iter=2, cost=cost)
     return Prediction(engine.name, engine.n_workers, measured, simulated.time_per_iteration, cost)
+
+
+# -- The key/value model of Dean & Ghemawat, and backup tasks for stragglers --------------------
+
+
+def map_shuffle_reduce(records, mapper, reducer, *, n_map: int = 4, n_reduce: int = 2) -> dict:
+    """Key/value MapReduce in one process, phase by phase (Dean & Ghemawat 2004, section 2).
+
+    ``records`` are cut into ``n_map`` contiguous splits (fewer if there are fewer records).
+    **map**: ``mapper(record)`` yields ``(key, value)`` pairs. **shuffle**: every pair goes to
+    reduce task ``crc32(repr(key)) mod n_reduce``, a hash partition that is the same in every
+    process (unlike Python's ``hash`` of a str), where the values are grouped by key.
+    **reduce**: ``reducer(key, values)`` per key. Returns ``{key: reducer(key, values)}`` in
+    key order. Lesson 05's gradient is the case of one key whose reducer is a sum (the
+    summation form of Chu et al. 2006).
+    """
+    import zlib
+
+    if isinstance(records, (str, bytes, dict)) or not hasattr(records, "__iter__"):
+        raise TypeError(f"records: expected a sequence of records (a list, an array), got "
+                        f"{type(records).__name__}")
+    if hasattr(records, "__len__"):
+        limits.elements("records", len(records), itemsize=64)  # a Python object per record
+    records = list(records)
+    mapper = validation.callable_("mapper", mapper)
+    reducer = validation.callable_("reducer", reducer)
+    n_map = validation.positive_int("n_map", n_map, maximum=1 << 16)
+    n_reduce = validation.positive_int("n_reduce", n_reduce, maximum=1 << 16)
+    partitions: list[dict] = [{} for _ in range(n_reduce)]
+    for split in splits.shards(len(records), min(n_map, len(records))) if records else []:
+        for record in records[split]:  # one map task: its split's records
+            for key, value in mapper(record):
+                part = partitions[zlib.crc32(repr(key).encode()) % n_reduce]
+                part.setdefault(key, []).append(value)  # the shuffle: group by key
+    out = {}
+    for part in partitions:  # one reduce task per partition
+        for key in sorted(part):
+            out[key] = reducer(key, part[key])
+    return dict(sorted(out.items()))
+
+
+@dataclass(frozen=True)
+class MapPhase:
+    """A simulated map phase: when it ended, compute spent, and the backup copies."""
+
+    makespan: float
+    busy: float  # worker-seconds of compute, lost copies included (until they were stopped)
+    backups: int  # backup copies started
+    won: int  # tasks whose backup finished first
+
+
+def map_phase(n_tasks: int, n_workers: int, cost: CostModel, *, samples_per_task: int = 1000,
+              backups: bool = False) -> MapPhase:
+    """Simulate ``n_tasks`` equal map tasks pulled by ``n_workers`` workers, each copy of a task
+    priced by ``cost.compute_time`` on the worker that runs it (its straggler, its jitter).
+
+    Workers take the next task as they become free. With ``backups`` (Dean & Ghemawat 2004,
+    section 3.6), a worker that finds no task left starts a *backup* copy of the running task
+    expected to finish last that has no copy yet; the task is done when either copy is, and the
+    other copy is stopped then. Messages are not priced: the phase is compute only, so the
+    effect of backups is seen alone. Until the last task is handed out, a run with backups is
+    the run without them, draw for draw (each worker draws from its own seeded stream).
+    """
+    import heapq
+
+    n_tasks = validation.positive_int("n_tasks", n_tasks, maximum=1 << 20)
+    n_workers = validation.positive_int("n_workers", n_workers, maximum=1 << 16)
+    if not isinstance(cost, CostModel):
+        raise TypeError(f"cost: expected a CostModel, got {type(cost).__name__}")
+    samples = validation.positive_int("samples_per_task", samples_per_task)
+    backups = validation.flag("backups", backups)
+    rngs = cost.worker_rngs(n_workers)
+    done = [np.inf] * n_tasks
+    copies: dict[int, list] = {}  # task -> [(worker, start, end, ticket)] of running copies
+    live: set[int] = set()  # tickets of events still valid (a stopped copy's event is not)
+    events = [(0.0, ticket, w, -1) for ticket, w in enumerate(range(n_workers))]
+    heapq.heapify(events)
+    live.update(range(n_workers))
+    ticket, next_task, busy, started, won = n_workers, 0, 0.0, 0, 0
+    while events:
+        t, token, w, task = heapq.heappop(events)
+        if token not in live:
+            continue
+        live.discard(token)
+        if task >= 0:  # a copy of ``task`` finished on w: the task is done, stop its other copy
+            running = copies.pop(task)
+            won += int(running[0][0] != w)  # the first copy is the original
+            done[task] = t
+            for worker, _begin, end, other in running:
+                if worker == w:
+                    continue
+                live.discard(other)
+                busy -= end - t  # the stopped copy ran only until now
+                heapq.heappush(events, (t, ticket, worker, -1))  # that worker is free now
+                live.add(ticket)
+                ticket += 1
+        if next_task < n_tasks:
+            task, next_task = next_task, next_task + 1
+        elif backups:
+            single = [k for k, c in copies.items() if len(c) == 1]
+            if not single:
+                continue
+            task = max(single, key=lambda k: copies[k][0][2])
+            started += 1
+        else:
+            continue
+        seconds = cost.compute_time(w, samples, rngs[w])
+        busy += seconds
+        copies.setdefault(task, []).append((w, t, t + seconds, ticket))
+        heapq.heappush(events, (t + seconds, ticket, w, task))
+        live.add(ticket)
+        ticket += 1
+    return MapPhase(float(max(done)), float(busy), started, won)

@@ -125,3 +125,56 @@ def test_nan_in_the_data_is_named_before_any_worker_starts(monkeypatch, data, wh
         assert "diverged" not in str(err.value)
     with pytest.raises(ValueError, match=match):
         mapreduce.serial_gradient_descent(X, y, n_iter=3)
+
+
+# --- Key/value MapReduce and backup tasks (issue 28 section 4) -------------------------------
+
+
+def test_key_value_mapreduce_counts_words_and_matches_dask_foldby():
+    import dask.bag as db
+
+    lines = ["the map step", "the shuffle step", "the reduce step", "", "map"]
+    counts = mapreduce.map_shuffle_reduce(lines, lambda line: [(w, 1) for w in line.split()],
+                                          lambda key, ones: sum(ones), n_map=3, n_reduce=2)
+    assert counts == {"map": 2, "reduce": 1, "shuffle": 1, "step": 3, "the": 3}
+    words = db.from_sequence(lines, npartitions=2).map(str.split).flatten()
+    folded = dict(words.foldby(lambda w: w, lambda n, _: n + 1, 0, lambda a, b: a + b, 0)
+                  .compute(scheduler="synchronous"))
+    assert folded == counts
+    # the partition count changes where keys are reduced, never the result
+    assert mapreduce.map_shuffle_reduce(lines, lambda line: [(w, 1) for w in line.split()],
+                                        lambda key, ones: sum(ones), n_map=1, n_reduce=5) == counts
+    assert mapreduce.map_shuffle_reduce([], lambda r: [(r, 1)], lambda k, v: v) == {}
+
+
+def test_key_value_mapreduce_refuses_bad_input():
+    with pytest.raises(TypeError, match="records: expected a sequence"):
+        mapreduce.map_shuffle_reduce("abc", lambda r: [], lambda k, v: v)
+    with pytest.raises(TypeError, match="mapper"):
+        mapreduce.map_shuffle_reduce([1], None, lambda k, v: v)
+    with pytest.raises(ValueError, match="n_reduce"):
+        mapreduce.map_shuffle_reduce([1], lambda r: [], lambda k, v: v, n_reduce=0)
+
+
+def test_map_phase_by_hand_with_and_without_a_backup():
+    # 3 tasks of 1 s on 2 workers, worker 0 ten times slower. Without backups the phase waits
+    # for worker 0's task until 10 s. With them, worker 1 finishes tasks 1 and 2 by 2 s, copies
+    # task 0 and finishes it at 3 s; worker 0's copy is stopped then (3 s of compute each).
+    cost = CostModel(per_sample=1.0, straggler=0, slowdown=10.0)
+    plain = mapreduce.map_phase(3, 2, cost, samples_per_task=1)
+    backed = mapreduce.map_phase(3, 2, cost, samples_per_task=1, backups=True)
+    assert (plain.makespan, plain.busy, plain.backups) == (10.0, 12.0, 0)
+    assert (backed.makespan, backed.busy, backed.backups, backed.won) == (3.0, 6.0, 1, 1)
+
+
+def test_backups_cut_a_straggler_and_never_lengthen_the_phase():
+    for slowdown in (1.0, 2.0, 4.0, 8.0):
+        for seed in range(5):
+            cost = CostModel(per_sample=1e-3, straggler=0, slowdown=slowdown, jitter=0.3, seed=seed)
+            plain = mapreduce.map_phase(64, 16, cost)
+            backed = mapreduce.map_phase(64, 16, cost, backups=True)
+            assert backed.makespan <= plain.makespan + 1e-12
+            if slowdown >= 4:  # a slow worker's last task is copied and finished elsewhere
+                assert backed.makespan < (0.95 if slowdown == 4 else 0.8) * plain.makespan
+    with pytest.raises(TypeError, match="cost: expected a CostModel"):
+        mapreduce.map_phase(4, 2, None)
