@@ -294,8 +294,6 @@ class DaskEngine(Engine):
         try:  # everything that starts something, inside the try that stops it
             self._scope = dask_client(address, n_workers=self.n_workers)
             self.client = self._scope.__enter__()
-            if address is not None:
-                self.client.wait_for_workers(1, timeout=60)
             addresses = sorted(self.client.scheduler_info()["workers"])
             # On a smaller real cluster several logical workers share a machine, round-robin.
             self._address = [addresses[i % len(addresses)] for i in range(self.n_workers)]
