@@ -13,11 +13,13 @@ more work, and the arithmetic per shared-memory load grows from 1/2 to ``tm·tn 
 Step 3 (:func:`wide_matmul`): the same outer products, plus (a) each thread copies 4
 neighbouring elements per load step, the contiguous pattern that vector (128-bit) loads
 need, (b) A's tile is stored transposed in shared memory, so a thread's ``tm`` values of A sit
-side by side like its ``tn`` values of B, and (c) a tile shape chosen by measurement
-(:func:`tune`). numba offers no way to force vector instructions, and compiled for sm_90 the
-runs still come out as scalar loads (``tests/gpu/test_ptx.py`` compiles every kernel without a
-GPU); the transposed tile does cut the registers an 8 × 8 thread needs, which lets more blocks
-share a multiprocessor. How much each step gains is for the measurement on a GPU to show.
+side by side, (c) a thread's ``tn`` columns are spread out so that neighbouring threads read
+neighbouring words of B's tile (no shared-memory bank conflicts) and write neighbouring
+elements of C, and (d) a tile shape chosen by measurement (:func:`tune`). numba offers no way
+to force vector instructions, and compiled for sm_90 the runs still come out as scalar loads
+(``tests/gpu/test_ptx.py`` compiles every kernel without a GPU); the transposed tile does cut
+the registers an 8 × 8 thread needs, which lets more blocks share a multiprocessor. How much
+each step gains is for the measurement on a GPU to show.
 
 Every kernel handles any m, k, p (edge tiles load zeros and skip out-of-range writes) and is
 checked against numpy on the simulator at small sizes; speed is measured only on a GPU,
@@ -125,10 +127,13 @@ def register_blocked_kernel(shape: gpu.Blocking, dtype):
 def wide_kernel(shape: gpu.Blocking, dtype):
     """Compile (once per shape and dtype) step 3: step 2 with 4-wide loads, A transposed.
 
-    Parallel strategy as in :func:`register_blocked_kernel`; the loads differ. Each thread
-    copies runs of 4 neighbouring elements (4 values of k from a row of A, 4 columns from a
-    row of B), and A's tile is stored transposed, ``sa[k, row]``, so at each k a thread reads
-    its tm values of A from neighbouring shared-memory words, as it does its tn values of B.
+    Parallel strategy as in :func:`register_blocked_kernel`, but (a) each thread copies runs
+    of 4 neighbouring elements (4 values of k from a row of A, 4 columns from a row of B);
+    (b) A's tile is stored transposed, ``sa[k, row]``, so at each k a thread reads its tm
+    values of A from neighbouring shared-memory words; (c) a thread's tn columns of C are
+    spread bn/tn apart instead of side by side, so at each k the threads of a row of the block
+    read neighbouring words of B's tile (no two in one memory bank) and, at the end, write
+    neighbouring elements of C.
     """
     nb_type = ck.numba.from_dtype(ck._float_dtype("dtype", dtype))
     bm, bn, bk, tm, tn = (_shape(shape, dtype, True).bm, shape.bn, shape.bk, shape.tm,
@@ -146,7 +151,7 @@ def wide_kernel(shape: gpu.Blocking, dtype):
         rb = cuda.local.array(tn, dtype=nb_type)
         t = cuda.threadIdx.x
         zero = nb_type(0)  # a literal 0 would turn the padded loads into float64 work
-        r0, c0 = (t // across) * tm, (t % across) * tn
+        r0, c0 = (t // across) * tm, t % across  # rows r0..r0+tm-1; columns c0 + j·across
         row0, col0 = cuda.blockIdx.y * bm, cuda.blockIdx.x * bn
         m, kdim, p = a.shape[0], a.shape[1], b.shape[1]
         for i in range(tm):
@@ -170,15 +175,15 @@ def wide_kernel(shape: gpu.Blocking, dtype):
                 for i in range(tm):
                     ra[i] = sa[kk, r0 + i]
                 for j in range(tn):
-                    rb[j] = sb[kk, c0 + j]
+                    rb[j] = sb[kk, c0 + j * across]
                 for i in range(tm):
                     for j in range(tn):
                         acc[i, j] += ra[i] * rb[j]
             cuda.syncthreads()
         for i in range(tm):
             for j in range(tn):
-                if row0 + r0 + i < m and col0 + c0 + j < p:
-                    c[row0 + r0 + i, col0 + c0 + j] = acc[i, j]
+                if row0 + r0 + i < m and col0 + c0 + j * across < p:
+                    c[row0 + r0 + i, col0 + c0 + j * across] = acc[i, j]
 
     return kernel
 
