@@ -321,7 +321,8 @@ def conflict_sweep(
         raise ValueError("densities: expected at least one density, got none")
     n_features = validation.positive_int("n_features", n_features)
     n_samples = validation.positive_int("n_samples", n_samples)
-    limits.elements("n_samples", n_samples * n_features)
+    limits.elements("n_features", n_features)
+    limits.elements("n_samples", n_samples * n_features)  # the densest problem's nonzeros
     epochs = validation.positive_int("epochs", epochs, maximum=MAX_EPOCHS)
     work_per_update = validation.integer("work_per_update", work_per_update, minimum=0,
                                          maximum=MAX_WORK_PER_UPDATE)
