@@ -216,6 +216,10 @@ def random_vectors(n: int, *, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 #: Degree of the polynomial that makes ``horner`` clearly compute-bound: 512 flops per 24
 #: bytes (21 flop/byte), far right of the ridge of any current CPU (2-10 flop/byte).
 HORNER_DEGREE = 256
+#: Rounds of ``measure_thread_scaling``: with 8 thread counts (128 cores) and 3 calls per
+#: kernel and round, the product and the triad pass over the arrays 144 times
+#: (``stream.PASSES_PER_CELL``).
+SCALING_REPEAT = 3
 #: The highest degree ``horner_coefficients`` builds (far past any ridge point already).
 MAX_DEGREE = 1 << 16
 #: Elements ``measure_thread_scaling`` gives to ``horner`` (at most): it is limited by
@@ -247,7 +251,7 @@ def horner_coefficients(degree: int = HORNER_DEGREE) -> np.ndarray:
 
 
 def measure_thread_scaling(x: np.ndarray, y: np.ndarray, *, degree: int = HORNER_DEGREE,
-                           thread_counts=None, repeat: int = 5) -> dict:
+                           thread_counts=None, repeat: int = SCALING_REPEAT) -> dict:
     """Time the product (memory-bound), STREAM's triad and ``horner`` (compute-bound) on each
     thread count (default 1, 2, 4, ... up to numba's threads: ``thread_sweep()``).
 

@@ -116,6 +116,8 @@ def parse_cpu_spec(cpuinfo: str = "", lscpu: str = "", *, usable_cores: int | No
 
 def read_text(path: str = "/proc/cpuinfo") -> str:
     """A file's text, or "" when it cannot be read (not Linux, no permission)."""
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path: expected a path (str or pathlib.Path), got {type(path).__name__}")
     try:
         return Path(path).read_text(errors="replace")
     except (OSError, TypeError, ValueError):

@@ -70,6 +70,7 @@ def measure_roofs(*, quick: bool = False, memory_gbps: float | None = None) -> R
     """
     from mlpar.cpu import matmul, stream
 
+    quick = validation.flag("quick", quick)
     n, repeat = (512, 2) if quick else (matmul.PEAK_SIZE, 3)
     if memory_gbps is None:
         memory_gbps = stream.memory_roof(repeat=3 if quick else 5).gbps

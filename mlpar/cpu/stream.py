@@ -21,6 +21,15 @@ instead, so the probe and the kernels it is compared with are counted alike.)
 
 **The memory roof** is the best rate of the STREAM copy and triad kernels (McCalpin, 1995) on
 arrays far larger than the last-level cache, on one thread and on all of numba's threads.
+
+**How large is "far larger"?** STREAM asks for arrays spanning 4 last-level caches. Some
+machines report hundreds of MiB of cache (virtual machines often report the host's), and 4 of
+those would not fit a lesson's memory (a quarter of the free memory) or time budget (one cell
+within 30 s). ``plan_beyond_cache`` sizes the arrays from the hardware within both budgets and
+says which one set the size; when a budget stopped the arrays short of 4 caches, a "memory
+roof" measured on them may be partly a cache roof, and the lessons' memory claims read "n/a".
+The hardware is read through ``mlpar.core.environment`` and can be faked for planning and tests
+with ``MLPAR_HARDWARE="cores=128,llc=1.2GiB,memory=64GiB"``.
 """
 
 from __future__ import annotations
@@ -56,9 +65,10 @@ def bytes_moved(n: int, *, reads: int, writes: int, write_allocate: bool = True)
 MEMORY_SHARE = 0.25
 #: The time budget of one lesson cell, in seconds.
 CELL_SECONDS = 30.0
-#: Passes over the arrays that lesson 01's heaviest cell makes (the ladder of five variants
-#: and the STREAM roof, each with its warm-up and samples; the thread sweep at 8 thread counts).
-PASSES_PER_CELL = 120
+#: Passes over the arrays that lesson 01's heaviest cell may make: the thread sweep at 128
+#: cores (8 thread counts × 3 rounds × 2 kernels × 3 calls = 144); the ladder of five variants
+#: with the STREAM roof makes about 75.
+PASSES_PER_CELL = 150
 #: A slow streaming rate to plan with (GB/s): one core of a modest laptop. Planning with it
 #: keeps a cell within ``CELL_SECONDS`` on such a machine; faster machines finish sooner.
 PLANNING_GBPS = 8.0

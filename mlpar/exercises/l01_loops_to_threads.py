@@ -121,6 +121,9 @@ def check_chunked_sum(chunked_sum) -> None:
                              f"expected {fmt(expected)}{hint}")
     _require_parallel_loop(name, chunked_sum, "chunked_sum")
     passed(name, "a parallel loop over chunks; equals math.fsum for 7 lengths and chunk counts")
+    print("  The question: with 2 chunks or more, 2 threads can share the work. Far beyond the "
+          "cache the sum does 1 flop per 8 bytes read, far left of the ridge, so a second thread "
+          "helps only as far as one thread left memory bandwidth unused (section 6's product).")
 
 
 # --- Exercise 4: predict, then measure ------------------------------------------------------
