@@ -9,7 +9,9 @@ Grading mode runs only the cells those need (:func:`grading_cells`), by one rule
 ``tag-grading`` command writes into the instructor notebooks as the cell tag ``grading``:
 
 * solution and check cells;
-* *setup* cells: every statement an import or ``NAME = constant`` (the lesson's imports, SEED);
+* *setup* cells: every statement an import or ``NAME = constant`` (the lesson's imports, SEED),
+  cut down when a submission is graded to the statements binding a name the graded cells read
+  (:func:`prune_setup`);
 * transitively, the nearest earlier cell defining each name that a selected cell reads
   (a helper the exercise uses, the ``from mlpar.exercises import ...`` line).
 
@@ -128,6 +130,24 @@ def is_setup(tree: ast.Module | None) -> bool:
             continue
         return False
     return True
+
+
+def prune_setup(tree: ast.Module, needed: set[str]) -> str:
+    """A setup cell cut down to the imports and constants that bind a ``needed`` name.
+
+    A lesson's import cell pulls in everything its demonstrations use (scikit-learn, widgets,
+    plotting): seconds that grading an exercise need not pay.
+    """
+    kept = []
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            names = [a for a in stmt.names if (a.asname or a.name.split(".")[0]) in needed]
+            if names:
+                kept.append(ast.unparse(type(stmt)(**{**{f: getattr(stmt, f) for f in stmt._fields},
+                                                       "names": names})))
+        elif bindings(ast.Module(body=[stmt], type_ignores=[])).bound & needed:
+            kept.append(ast.unparse(stmt))
+    return "\n".join(kept)
 
 
 @dataclass(frozen=True)

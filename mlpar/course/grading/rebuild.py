@@ -17,7 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mlpar.course.grading import integrity
-from mlpar.course.grading.plan import LessonPlan, bindings, cell_source, closure, parse
+from mlpar.course.grading.plan import (
+    LessonPlan,
+    bindings,
+    cell_source,
+    closure,
+    free_names,
+    is_setup,
+    parse,
+    prune_setup,
+)
 
 
 @dataclass
@@ -104,6 +113,10 @@ def rebuild(plan: LessonPlan, notebook: dict, seed: int, instructor_cells: list 
     for i, k in chosen.items():
         trees[i] = their_trees[k]
     cells = closure(trees, set(plan.grading) | set(chosen))
+    needed = set()
+    for i in cells:
+        if not is_setup(trees[i]):
+            needed |= free_names(trees[i])
 
     job_cells = []
     for i in sorted(cells):
@@ -128,7 +141,11 @@ def rebuild(plan: LessonPlan, notebook: dict, seed: int, instructor_cells: list 
                                        f"`{e.function}`; the exercise counts as not done")
                 job_cells.append(cell)
             continue
-        job_cells.append({"kind": "official", "source": cell_source(official[i]),
-                          "label": str(official[i].get("id") or i)})
+        source = cell_source(official[i])
+        if is_setup(trees[i]):
+            source = prune_setup(trees[i], needed)
+            if not source:
+                continue
+        job_cells.append({"kind": "official", "source": source, "label": str(official[i].get("id") or i)})
     out.job = {"lesson": plan.lesson, "seed": seed, "cells": job_cells}
     return out
