@@ -415,6 +415,9 @@ def _baselines():
         "vectors": lambda: [np.arange(4.0) for _ in range(4)],
     })
     b["mlpar.algorithms.pipeline.simulator:value"] = lambda: 1.0
+    b.update({"t_f": lambda: 1.0, "t_b": lambda: 2.0, "t_w": lambda: 1.0, "cost": cost,
+              "records": lambda: [1, 2, 3, 4], "mapper": lambda: (lambda r: [(r % 2, r)]),
+              "reducer": lambda: (lambda key, values: sum(values))})
 
     def mlp():
         from mlpar.algorithms.pipeline.staged_mlp import init_mlp
