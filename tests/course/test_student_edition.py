@@ -78,3 +78,11 @@ def test_student_edition_of_lesson_01_fails_at_its_check_cells(tmp_path):
     failed = [line for line in report.splitlines() if line.startswith("FAILED")]
     assert len(failed) == len(checks), report[-3000:]
     assert report.count("not done yet; replace `raise NotImplementedError`") >= len(checks)
+
+
+def test_each_student_notebook_names_its_lesson_for_the_grader(tmp_path):
+    import mlpar
+
+    for path in build(tmp_path / "student"):
+        meta = nbformat.read(path, as_version=4).metadata["mlpar"]
+        assert meta == {"lesson": path.stem, "edition": "student", "version": mlpar.__version__}
