@@ -12,6 +12,10 @@ which is *exactly* serial gradient descent, up to the order of floating-point ad
 is bulk synchronous: the update waits for the slowest worker. On the cost model's flat server
 a round takes about m(α + β·8d) + latency + per_sample·n/m + m(α + β·8d) + latency, so adding
 workers divides the computation but multiplies the messages through the server's one link.
+
+That round is MapReduce with a single key. ``map_shuffle_reduce`` is the general key/value model
+(map to pairs, shuffle by a hash of the key, reduce per key), and ``map_phase`` simulates the
+paper's remedy for stragglers, backup copies of the last running tasks.
 """
 
 from __future__ import annotations
