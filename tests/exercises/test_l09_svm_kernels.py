@@ -385,7 +385,8 @@ PEGASOS_WRONG = {
     "no shrink": (lambda w, X, y, lam, t: _peg(w, X, y, lam, t, shrink=False),
                   "not shrunk"),
     "eta 1/t": (lambda w, X, y, lam, t: _peg(w, X, y, lam, t, eta=1 / t), "1/t"),
-    "unchanged": (lambda w, X, y, lam, t: w, "differs from the reference"),
+    # (w unchanged reads as "not shrunk" where no sample is inside the margin)
+    "unchanged": (lambda w, X, y, lam, t: w, "differs from the reference|not shrunk"),
     "None": (lambda *a: None, "is None"),
     "transposed": (lambda w, X, y, lam, t: pegasos_vectorised(w, X, y, lam, t)[None, :],
                    "has shape"),
@@ -648,9 +649,12 @@ def _memorise(check, solution):
 
 
 def test_hard_coded_answers_fail_under_the_graders_seed(monkeypatch, capsys):
+    import os
+
     replay = _memorise(ex.check_pair_update, pair_by_reference)
     ex.check_pair_update(replay)  # the same cases: the replay passes
-    monkeypatch.setenv(GRADING_SEED_VARIABLE, "7")
+    seed = os.environ.get(GRADING_SEED_VARIABLE, "").strip()
+    monkeypatch.setenv(GRADING_SEED_VARIABLE, str(int(seed or 0) + 7))
     with pytest.raises(AssertionError, match="pair_update: "):
         ex.check_pair_update(replay)
     ex.check_pair_update(pair_by_bounds)
