@@ -274,3 +274,10 @@ def test_resume_skips_what_is_graded(graded, capsys):
     assert "grading 0 notebook(s)" in capsys.readouterr().out
     with open(out, newline="") as f:
         assert len(list(csv.DictReader(f))) == len(rows)
+    # the same bytes from another student still need that student's rows (an error row: fast)
+    (folder / "zoe_1_2_00_index.ipynb").write_bytes((folder / "eve_1234_5678_00_index.ipynb").read_bytes())
+    assert main(["grade", str(folder), "--out", str(out), "--resume", "--seed", str(SEED)]) == 0
+    assert "grading 1 notebook(s)" in capsys.readouterr().out
+    with open(out, newline="") as f:
+        zoe = [r for r in csv.DictReader(f) if r["student"] == "zoe"]
+    assert len(zoe) == 1 and "not valid JSON" in zoe[0]["message"]

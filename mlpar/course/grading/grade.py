@@ -166,7 +166,7 @@ def grade(folder: Path, out: Path, *, official: Path | None = None, jobs: int = 
     lessons = sorted(plans)
     book = report.GradeBook(out, resume=resume)
     found = [submissions.read(s, lessons) for s in submissions.find(folder, lessons)]
-    todo = [s for s in found if s.sha256 not in book.done]
+    todo = [s for s in found if (s.student, s.sha256) not in book.done]
     echo(f"grading {len(todo)} notebook(s) of {len({s.student for s in found})} student(s)"
          + (f", {len(found) - len(todo)} already graded" if len(found) > len(todo) else "")
          + f"; seed {options.seed}")

@@ -3,8 +3,9 @@
 ``grades.csv`` has one row per student × lesson × exercise (:data:`COLUMNS`); a file that could
 not be graded has one row with an empty exercise and the flag ``error``. It is appended to as
 each submission is graded, so ``--resume`` can skip every submission whose sha256 it already
-holds. The summary (:func:`write_summary`) has one row per student: points per lesson (the best
-of the student's submissions of that lesson), the total and the points possible.
+holds for that student. The summary (:func:`write_summary`) has one row per student: points
+per lesson (the best of the student's submissions of that lesson), the total and the points
+possible.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class GradeBook:
     def __init__(self, path: Path, resume: bool = False):
         self.path = Path(path)
         self._lock = threading.Lock()
-        self.done: set[str] = graded_hashes(self.path) if resume else set()
+        self.done: set[tuple[str, str]] = graded(self.path) if resume else set()
         if not resume or not self.path.exists() or self.path.stat().st_size == 0:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "w", newline="", encoding="utf-8") as f:
@@ -63,8 +64,10 @@ def read_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def graded_hashes(path: Path) -> set[str]:
-    return {row["sha256"] for row in read_rows(path) if row.get("sha256")}
+def graded(path: Path) -> set[tuple[str, str]]:
+    """``(student, sha256)`` of every file with rows in ``path``: two students may hand in the
+    same bytes (the untouched edition), and each needs rows of their own."""
+    return {(row["student"], row["sha256"]) for row in read_rows(path) if row.get("sha256")}
 
 
 def points(rows: list[dict]) -> dict[str, dict[str, tuple[int, int]]]:
