@@ -37,7 +37,7 @@ def loop_order_matters(quick: bool = False):
 
 
 def conflict_misses_slow_ijk(quick: bool = False, *, rates=None):
-    """ijk at n = 512 runs at most 2/3 of its mean rate at n = 511 and 513 (cache-set conflicts).
+    """ijk at n = 512 runs at most 0.67 of its mean rate at n = 511 and 513 (cache-set conflicts).
 
     ``rates``: ``{n: GFLOP/s}`` for the three ``CONFLICT_SIZES`` already measured (reused).
     """
@@ -51,7 +51,7 @@ def conflict_misses_slow_ijk(quick: bool = False, *, rates=None):
     ratio = claims.ratio(rates[512], (rates[511] + rates[513]) / 2,
                          names=("rates[512]", "rates[511] and rates[513]"))
     return claims.check("02", "ijk at n = 512 / mean of n = 511 and 513", ratio,
-                        at_most=2 / 3, unit="",
+                        at_most=0.67, unit="",
                         cause="this cache's sets or associativity differ, or its prefetcher "
                               "hides the conflicts")
 
