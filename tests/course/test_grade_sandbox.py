@@ -95,3 +95,21 @@ def test_grading_on_a_dask_cluster(tmp_path):
     assert by_exercise["usable_threads"]["passed"] == 0  # 1 is not the answer for 8 cores
     assert "returned 1, expected" in by_exercise["usable_threads"]["message"]
     assert "missing_solution" in by_exercise["parallel_sum_of_squares"]["flags"]
+
+
+def test_limits_include_a_process_count_for_a_non_root_user():
+    import subprocess
+    import sys
+
+    # In a child: the limits are for good. os.getuid is faked: as root the kernel ignores NPROC.
+    script = """
+import os, resource
+os.getuid = lambda: 4242  # a user with no process running yet
+from mlpar.course.grading.runner import limit, EXTRA_PROCESSES
+limit(2**33, 2**28)
+assert resource.getrlimit(resource.RLIMIT_NPROC) == (EXTRA_PROCESSES, EXTRA_PROCESSES)
+assert resource.getrlimit(resource.RLIMIT_AS) == (2**33, 2**33)
+assert resource.getrlimit(resource.RLIMIT_FSIZE) == (2**28, 2**28)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr

@@ -152,13 +152,29 @@ def run(job: dict, report: Report) -> None:
     report(event="done", seconds=round(time.perf_counter() - started, 3), cell_errors=cell_errors)
 
 
+EXTRA_PROCESSES = 512  # processes a submission may add to its user's (a fork bomb stops there)
+
+
 def limit(memory_bytes: int, file_bytes: int) -> None:
-    """Address space, file size and core dumps, for this process and all it starts."""
+    """Address space, file size, core dumps and process count, for this process and its children.
+
+    ``RLIMIT_NPROC`` counts all the user's processes, so it is set to those running now plus
+    :data:`EXTRA_PROCESSES` (the kernel does not apply it to root).
+    """
     import resource
+
+    import psutil
 
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if os.getuid() != 0:
+        uid = os.getuid()
+        mine = sum(1 for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == uid)
+        hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+        wanted = mine + EXTRA_PROCESSES
+        if hard == resource.RLIM_INFINITY or wanted < hard:
+            resource.setrlimit(resource.RLIMIT_NPROC, (wanted, wanted))
 
 
 def main() -> int:
