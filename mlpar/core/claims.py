@@ -114,6 +114,12 @@ def precondition(*, cores: int | None = None, gpu: bool = False, llc_multiple_fi
     """
     from mlpar.core import environment
 
+    gpu = validation.flag("gpu", gpu)
+    memory_budget = validation.number("memory_budget", memory_budget, low=0.0, high=1.0,
+                                      low_open=True)
+    if llc_multiple_fits is not None:
+        llc_multiple_fits = validation.number("llc_multiple_fits", llc_multiple_fits, low=0.0,
+                                              high=1e6, low_open=True)
     if cores is not None:
         cores = validation.positive_int("cores", cores, maximum=1 << 16)
         have = environment.usable_cores()

@@ -192,3 +192,15 @@ def test_claims_runner_counts_not_applicable_apart():
     del figures["claims"][1]
     assert runner.failed(figures) is False  # n/a and unmeasured say nothing against a lesson
     assert "n/a [10] gpu (needs >= 1): no GPU" in runner.report(figures)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"gpu": "no"}, "gpu"), ({"llc_multiple_fits": "4"}, "llc_multiple_fits"),
+    ({"llc_multiple_fits": float("nan")}, "llc_multiple_fits"),
+    ({"llc_multiple_fits": -1}, "llc_multiple_fits"),
+    ({"memory_budget": 0}, "memory_budget"), ({"memory_budget": 1.5}, "memory_budget"),
+    ({"memory_budget": None}, "memory_budget"),
+])
+def test_precondition_refuses_bad_budgets_and_flags(kwargs, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        claims.precondition(**kwargs)
