@@ -50,3 +50,14 @@ def test_dask_leaves_this_process_environment_as_it_found_it():
     with dask_client(n_workers=1):
         assert "MALLOC_TRIM_THRESHOLD_" not in os.environ or "MALLOC_TRIM_THRESHOLD_" in before
     assert dict(os.environ) == before
+
+
+def test_a_cluster_that_cannot_start_in_time_is_stopped_and_explained(process_census):
+    from mlpar.cluster.dask_cluster import ClusterError, command_line_cluster
+
+    children, assert_no_new_children = process_census
+    before = children()
+    with pytest.raises(ClusterError, match=r"did not (start|join).*timeout 0.01 s"):
+        with command_line_cluster(1, timeout=0.01):
+            pass
+    assert_no_new_children(before)

@@ -308,3 +308,14 @@ def test_grading_with_a_scheduler_runs_on_the_cluster(address, tmp_path):
     by_exercise = {r["exercise"]: r for r in rows}
     assert by_exercise["usable_threads"]["passed"] == 0  # a wrong answer, graded on a worker
     assert "returned 1, expected" in by_exercise["usable_threads"]["message"]
+
+
+def test_a_task_s_own_runtime_error_is_not_blamed_on_a_worker(address, client):
+    import asyncio
+
+    with DaskEngine(2, address) as engine:
+        # run in an actor's thread, where no event loop runs: the task itself raises
+        task = engine.submit(0, asyncio.get_running_loop)
+        with pytest.raises(RuntimeError, match="no running event loop") as error:
+            engine.gather([task])
+    assert not isinstance(error.value, ClusterError)
