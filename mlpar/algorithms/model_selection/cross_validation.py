@@ -128,6 +128,8 @@ def run_tasks(
         blas_threads = validation.positive_int("blas_threads", blas_threads)
     if backend == "dask":
         _require_dask_client()
+    if backend == "loky":
+        require_processes()
     cleanup.remove_stale_shm()  # what killed kernels' pools left in /dev/shm
     config = {"backend": backend, "n_jobs": n_jobs}
     if backend == "loky" and blas_threads is not None:
@@ -151,6 +153,24 @@ def run_tasks(
             if bar is not None:
                 bar.update()
         return collected
+
+
+def require_processes() -> None:
+    """Refuse, saying why, where joblib cannot start worker processes.
+
+    A process pool needs semaphores shared between processes, which Linux keeps in
+    ``/dev/shm``. Where that folder is missing or read-only (a container started with
+    ``--ipc=none``, some sandboxes) joblib warns once and quietly runs every "loky" call on
+    threads instead: a lesson would then measure the GIL while saying it measures processes.
+    """
+    from joblib._multiprocessing_helpers import mp
+
+    if mp is None:
+        raise RuntimeError(
+            "backend: 'loky' needs worker processes, and joblib cannot start them here: this "
+            "system cannot create semaphores shared between processes (is /dev/shm missing or "
+            "read-only? In Docker, drop --ipc=none or give --shm-size=64m; JOBLIB_MULTIPROCESSING=0 "
+            "also turns them off). Use backend='threading' or 'sequential' on this machine")
 
 
 def _require_dask_client() -> None:

@@ -205,3 +205,18 @@ def test_bad_types_raise_type_error(cancer):
         search.grid_search(ms.make_model(), [("clf__C", [1])], X, y)
     with pytest.raises(TypeError, match="splits"):
         ms.cross_validate(ms.make_model(), X, y, 2.5)
+
+
+def test_loky_without_process_semaphores_is_refused_not_quietly_threaded(monkeypatch):
+    # /dev/shm missing or read-only: joblib sets mp to None and would run "loky" on threads
+    import joblib._multiprocessing_helpers as helpers
+
+    from mlpar.algorithms.model_selection import cross_validation as cv
+
+    X, y = cv.load_dataset("breast_cancer")
+    folds = cv.kfold(len(y), 3, seed=0)
+    monkeypatch.setattr(helpers, "mp", None)
+    with pytest.raises(RuntimeError, match=r"backend: 'loky' needs worker processes.*/dev/shm"):
+        cv.cross_validate(cv.make_model("logistic"), X, y, folds, backend="loky", n_jobs=2)
+    threads = cv.cross_validate(cv.make_model("logistic"), X, y, folds, backend="threading", n_jobs=2)
+    assert len(threads.scores) == 3  # the engines that need no processes still run
