@@ -25,6 +25,7 @@ import asyncio
 import builtins
 import logging
 import os
+import platform
 import types
 from contextlib import contextmanager
 
@@ -216,7 +217,9 @@ def verify_workers(client, *, timeout: float = VERIFY_TIMEOUT) -> dict[str, dict
                              f"scheduler, or busy)"}
         answer = answer.get(worker)
         if isinstance(answer, BaseException) or not isinstance(answer, dict):
-            return {"error": f"could not run the check ({type(answer).__name__}: {answer})"}
+            # e.g. a worker on another Python version cannot load the check's code
+            return {"error": f"could not run the check ({type(answer).__name__}: {answer}); "
+                             f"another Python version there?"}
         return answer
 
     async def ask_all():
@@ -241,7 +244,8 @@ def verify_workers(client, *, timeout: float = VERIFY_TIMEOUT) -> dict[str, dict
         raise ClusterError(
             f"{len(problems)} of {len(workers)} workers of the Dask scheduler at "
             f"{client.scheduler.address} cannot run mlpar's tasks (this client: mlpar "
-            f"{want['mlpar']}, numpy {want['numpy']}):\n  " + "\n  ".join(problems)
+            f"{want['mlpar']}, numpy {want['numpy']}, Python {platform.python_version()}):\n  "
+            + "\n  ".join(problems)
             + "\nInstall the same mlpar version on every worker (README: Run on a real "
               "cluster), or stop those workers; no task was sent.")
     return answers
