@@ -276,6 +276,13 @@ class ServerActor(Server):
         super().__init__(n_features, n_workers, lr=lr)
         self.start = None
         self.ws, self.times = [self.w], [0.0]
+        self.arrived = set()
+
+    def arrive(self, worker: int) -> bool:
+        """Worker ``worker``'s loop is running; True once every worker's is (a start barrier:
+        Dask may start one worker's long task well after the other's)."""
+        self.arrived.add(worker)
+        return len(self.arrived) == len(self.clock)
 
     def pull_versioned(self, worker: int) -> tuple:
         """``(w, version, staleness)``: the current w, and what the push must report back."""
@@ -308,6 +315,8 @@ def _actor_worker(server, X, y, steps, seed, batch_size, worker):
     end, so that the task ends after the server has applied all of them.
     """
     rng = np.random.default_rng(seed)
+    while not server.arrive(worker).result():  # start together: time updates, not start-up
+        time.sleep(1e-3)
     pushes = []
     for _ in range(steps):
         w, version, staleness = server.pull_versioned(worker).result()
@@ -363,13 +372,19 @@ def compare_layouts(tasks: PSResult, actors: PSResult) -> str:
                             f"{type(run).__name__}")
     per_task = float(tasks.times[-1]) / len(tasks.workers)
     per_actor = float(actors.times[-1]) / len(actors.workers)
-    # when every worker of the actor run had pushed once: a late start shows up here
-    firsts = [int(np.argmax(actors.workers == w)) for w in np.unique(actors.workers)]
-    all_in = float(actors.times[max(firsts) + 1])
-    late = (f" Every actor worker had pushed once after {all_in * 1e3:.1f} ms "
-            f"({all_in / float(actors.times[-1]):.0%} of the run)")
-    late += "; a worker whose loop started late leaves the other alone at first." if (
-        all_in > 0.25 * float(actors.times[-1])) else "."
+    # when each actor worker applied its last update: unequal paces leave one worker alone
+    ends = {int(w): float(actors.times[1 + int(np.flatnonzero(actors.workers == w)[-1])])
+            for w in np.unique(actors.workers)}
+    pace = ", ".join(f"worker {w} at {t * 1e3:.1f} ms" for w, t in sorted(ends.items()))
+    late = f" The actor's workers finished their shares: {pace}"
+    if max(ends.values()) > 1.3 * min(ends.values()):
+        first = min(ends, key=ends.get)
+        why = (" (train_with_actors puts the actor in worker 0's process, which likely reaches it "
+               "without the network)") if first == 0 else ""
+        late += (f"; they did not keep the same pace{why}, so for the rest of the run worker "
+                 f"{max(ends, key=ends.get)} computed alone.")
+    else:
+        late += "."
     head = (f"time per update: tasks {per_task * 1e3:.2f} ms, actor {per_actor * 1e3:.2f} ms. ")
     if per_actor < per_task:
         return head + (f"The actor layout was {per_task / per_actor:.2f}× faster here: each "
@@ -379,6 +394,7 @@ def compare_layouts(tasks: PSResult, actors: PSResult) -> str:
     return head + (f"The actor layout was {per_actor / per_task:.2f}× slower here. The actor "
                    "lives in one of the worker processes and serves every pull and push of "
                    "both workers there, one at a time, between that worker's own gradients, "
-                   "and each call is a message through Dask's comms. Where the messages cost "
+                   "and each call from another process is a message through Dask's comms. "
+                   "Where the messages cost "
                    "far more than the gradient, skipping the scheduler does not make up for "
                    "that." + late)

@@ -245,6 +245,6 @@ def test_compare_layouts_names_the_faster_one_and_refuses_other_things():
     slow = dataclasses.replace(fast, times=fast.times * 3)
     assert "actor layout was 3.00× slower" in parameter_server.compare_layouts(fast, slow)
     assert "actor layout was 3.00× faster" in parameter_server.compare_layouts(slow, fast)
-    assert "had pushed once after" in parameter_server.compare_layouts(fast, slow)
+    assert "finished their shares: worker 0 at" in parameter_server.compare_layouts(fast, slow)
     with pytest.raises(TypeError, match="actors"):
         parameter_server.compare_layouts(fast, None)
