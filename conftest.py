@@ -27,6 +27,28 @@ def pytest_configure(config):
     path = getattr(config.option, "nbval_sanitize_with", None)
     if path and not Path(path).is_absolute():
         config.option.nbval_sanitize_with = str(Path(config.rootpath) / path)
+    _writable_matplotlib_config()
+
+
+def _writable_matplotlib_config() -> None:
+    """Under a read-only HOME matplotlib warns on stderr that it cannot write its config folder,
+    which fails strict nbval in the first cell that imports it: give it a temporary folder
+    (notebook kernels inherit the variable). Found by scripts/hostile_envs.py readonly-home."""
+    import tempfile
+
+    if os.environ.get("MPLCONFIGDIR"):
+        return
+    folder = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "matplotlib"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=folder)  # access() trusts modes, not mounts
+        probe.close()
+    except OSError:
+        import atexit
+        import shutil
+
+        os.environ["MPLCONFIGDIR"] = temporary = tempfile.mkdtemp(prefix="mlpar-matplotlib-")
+        atexit.register(shutil.rmtree, temporary, ignore_errors=True)
 
 
 # --- the session census ------------------------------------------------------------------------
