@@ -39,6 +39,7 @@ from mlpar.cluster.tasks import Ref, WorkerStore, noop
 from mlpar.core import limits, validation
 
 ENGINES = ("simulated", "processes", "dask")
+WATCH_INTERVAL = 5.0  # seconds between checks, while a Dask call is out, that its workers are there
 
 
 @dataclass(frozen=True)
@@ -317,7 +318,7 @@ class DaskEngine(Engine):
         ref = Ref(self._keys)
         self._keys += 1
         try:
-            self._stores[worker].put(ref.key, value).result()
+            self._watched(self._stores[worker].put(ref.key, value))
         except (OSError, RuntimeError) as exc:
             if (lost := self._worker_lost(exc)) is None:
                 raise
@@ -336,18 +337,26 @@ class DaskEngine(Engine):
 
         async def first(futures):
             waiting = {asyncio.ensure_future(_awaited(f)): t for t, f in futures.items()}
-            done, rest = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            for r in rest:
-                r.cancel()
+            try:
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            finally:  # also when the watch interval runs out: stop waiting, the calls go on
+                for w in waiting:
+                    if not w.done():
+                        w.cancel()
             for d in done:  # read every outcome (an error is raised below, by .result())
                 d.exception()
             return min((waiting[d] for d in done), key=lambda t: t.id)
 
         try:
-            if not all(f.done() for f in self._pending.values()):
-                task = self.client.sync(first, dict(self._pending))
+            while not any(f.done() for f in self._pending.values()):
+                try:
+                    task = self.client.sync(first, dict(self._pending),
+                                            callback_timeout=WATCH_INTERVAL)
+                    break
+                except (TimeoutError, asyncio.TimeoutError):  # the same class from Python 3.11
+                    self._check_workers()
             else:
-                task = min(self._pending, key=lambda t: t.id)
+                task = min((t for t, f in self._pending.items() if f.done()), key=lambda t: t.id)
             return task, self._pending.pop(task).result()
         except (OSError, RuntimeError) as exc:
             if (lost := self._worker_lost(exc)) is None:
@@ -357,11 +366,33 @@ class DaskEngine(Engine):
     def _gather_futures(self, futures):
         # The calls run concurrently on their workers already; collecting in order costs nothing.
         try:
-            return [f.result() for f in futures]
+            return [self._watched(f) for f in futures]
         except (OSError, RuntimeError) as exc:
             if (lost := self._worker_lost(exc)) is None:
                 raise
             raise lost from exc
+
+    def _watched(self, future):
+        """``future.result()``, checking every ``WATCH_INTERVAL`` s that the workers are there.
+
+        A worker killed outright closes its connections and the call fails at once; a
+        machine that freezes or drops off the network closes nothing, and the call would wait
+        for ever. The scheduler notices such a worker when its heartbeats stop (Dask's
+        ``distributed.scheduler.worker-ttl``, 5 minutes by default) and removes it; the run
+        then stops with a ``ClusterError`` instead of waiting on.
+        """
+        import asyncio
+
+        while True:
+            try:
+                return future.result(timeout=WATCH_INTERVAL)
+            except (TimeoutError, asyncio.TimeoutError):  # the same class from Python 3.11
+                self._check_workers()
+
+    def _check_workers(self) -> None:
+        gone = self._lost_workers()
+        if gone:
+            raise self._worker_lost(TimeoutError(f"no answer, and the scheduler has removed {gone}"))
 
     def _lost_workers(self) -> str:
         """This engine's worker addresses that the scheduler no longer lists."""
@@ -381,6 +412,8 @@ class DaskEngine(Engine):
         """
         from mlpar.cluster.dask_cluster import ClusterError
 
+        if isinstance(exc, ClusterError):  # already said
+            return None
         gone = self._lost_workers()
         if not gone and not isinstance(exc, OSError):
             return None

@@ -103,8 +103,9 @@ def test_lesson06_parameter_server_sync_async_ssp(address):
     options = dict(n_updates=40, lr=0.05, batch_size=16, seed=3)
     simulated = parameter_server.train(X, y, mode="sync", **options)
     external = parameter_server.train(X, y, mode="sync", engine="dask", address=address, **options)
-    # sync: every round applies the same gradients in worker order, whatever the clock
-    assert np.array_equal(external.weights, simulated.weights)
+    # sync: every round applies the same gradients whatever the clock; the order within a
+    # round may differ (as the lesson and tests/algorithms say), so equal up to rounding
+    np.testing.assert_allclose(external.weights, simulated.weights, rtol=1e-10)
     start = parameter_server.loss(X, y, np.zeros(X.shape[1]))
     for mode, bound in (("async", None), ("ssp", 2)):
         run = parameter_server.train(X, y, mode=mode, staleness_bound=bound, engine="dask",
@@ -266,8 +267,10 @@ def test_a_worker_killed_mid_run_gives_a_clear_error_or_the_right_answer(address
     if "error" in box:
         assert isinstance(box["error"], ClusterError), repr(box["error"])
         assert "stopped answering during the run" in str(box["error"])
-    else:  # finished before the kill (a very fast machine): then it must be right
+    elif lesson == "mapreduce":  # finished before the kill (a very fast machine): then right
         assert np.array_equal(box["result"], reference)
+    else:  # sync rounds: the same up to the order of the sums within a round
+        np.testing.assert_allclose(box["result"], reference, rtol=1e-10)
 
 
 def test_a_worker_dead_before_the_run_starts_is_named(address, client):
@@ -319,3 +322,44 @@ def test_a_task_s_own_runtime_error_is_not_blamed_on_a_worker(address, client):
         with pytest.raises(RuntimeError, match="no running event loop") as error:
             engine.gather([task])
     assert not isinstance(error.value, ClusterError)
+
+
+def _forget_on_scheduler():
+    """``forget(address)``, run on the scheduler: drop a worker, as it does when its heartbeats
+    stop for ``distributed.scheduler.worker-ttl`` (5 minutes by default, too long for a test).
+    Built here without a module, so that it travels by value to the scheduler's process."""
+    namespace = {}
+    exec("async def forget(address, dask_scheduler=None):\n"
+         "    return await dask_scheduler.remove_worker(address, stimulus_id='test-frozen')",
+         namespace)
+    return namespace["forget"]
+
+
+@pytest.mark.parametrize("direct", [False, True], ids=["through the scheduler", "direct"])
+def test_a_worker_that_freezes_mid_run_ends_it_once_the_scheduler_drops_it(address, client,
+                                                                           monkeypatch, direct):
+    import dask
+
+    from mlpar.cluster import engines
+
+    monkeypatch.setattr(engines, "WATCH_INTERVAL", 0.5)
+    X, y = data(n=2000)
+    # direct: calls go straight to the frozen worker, whose connection stays open: only the
+    # engine's watch of the scheduler's worker list ends the wait
+    with dask.config.set({"distributed.client.direct-to-workers": direct}), \
+            DaskEngine(2, address) as engine:
+        engine.start()
+        victim = engine._address[1]
+        pid = client.run(os.getpid, workers=[victim])[victim]
+        os.kill(pid, signal.SIGSTOP)  # a machine that stops answering, connections still open
+        forget = threading.Timer(2.0, client.run_on_scheduler, (_forget_on_scheduler(), victim))
+        forget.start()
+        try:
+            started = time.monotonic()
+            box = outcome_within(
+                lambda: mapreduce.gradient_descent(X, y, engine=engine, n_iter=50), 60)
+        finally:
+            forget.join()
+            os.kill(pid, signal.SIGKILL)  # its nanny starts a fresh worker for the next test
+    assert isinstance(box.get("error"), ClusterError), box
+    assert victim in str(box["error"]) and time.monotonic() - started < 30
