@@ -15,19 +15,30 @@ BUSY = "another program is using the cores, or this process may use only one"
 def parallel_cv_gives_identical_scores(quick: bool = False):
     """The same folds on 2 loky processes and serially give bit-identical scores."""
     quick = validation.flag("quick", quick)
+    statement = "largest score difference, parallel vs serial CV"
+    if reason := _processes():
+        return claims.check("03", statement, None, at_most=0.0, not_applicable=reason)
     X, y = cv.load_dataset("breast_cancer")
     folds = splits.repeated_kfold(len(y), 5, 1 if quick else 3, seed=0)
     model = cv.make_model("logistic")
     serial = cv.cross_validate(model, X, y, folds).scores
     parallel = cv.cross_validate(model, X, y, folds, backend="loky", n_jobs=2).scores
-    return claims.check("03", "largest score difference, parallel vs serial CV",
-                        float(np.max(np.abs(serial - parallel))), at_most=0.0,
+    return claims.check("03", statement, float(np.max(np.abs(serial - parallel))), at_most=0.0,
                         cause="a task depends on where it runs (an unseeded random_state?)")
 
 
 def _two_cores() -> str:
     """Why a speedup on 2 workers cannot be measured here, or ''."""
     return claims.precondition(cores=2)
+
+
+def _processes() -> str:
+    """Why worker processes cannot start here (no process semaphores: /dev/shm missing or
+    read-only), or ''. joblib would run "loky" on threads; ``cv.require_processes`` refuses."""
+    from joblib._multiprocessing_helpers import mp
+
+    return "" if mp is not None else ("joblib cannot start worker processes here (no semaphores "
+                                      "shared between processes: is /dev/shm missing or read-only?)")
 
 
 def parallel_cv_speeds_up(quick: bool = False, *, curve=None, n_fits: int = speedup.FIXED_FITS):
@@ -50,7 +61,7 @@ def parallel_cv_speeds_up(quick: bool = False, *, curve=None, n_fits: int = spee
                 or 1 not in curve.workers or 2 not in curve.workers:
             raise TypeError("curve: expected a strong-scaling SpeedupCurve measured on 1 and 2 "
                             f"workers, got {curve!r:.80}")
-    if reason := _two_cores():
+    if reason := _two_cores() or (_processes() if curve is None else ""):
         return claims.check("03", statement, None, at_least=1.7, unit="×", not_applicable=reason)
     if curve is not None:
         times = dict(zip(curve.workers, curve.times, strict=True))
@@ -95,7 +106,7 @@ def processes_escape_the_gil(quick: bool = False, *, table=None):
     quick = validation.flag("quick", quick)
     table = _gil_table(table)
     statement = "pure Python on 2 processes vs sequential"
-    if reason := _two_cores():
+    if reason := _two_cores() or (_processes() if table is None else ""):
         return claims.check("03", statement, None, at_least=1.5, unit="×", not_applicable=reason)
     n = 1_000_000 if quick else 2_000_000
     table = table or gil.gil_table(

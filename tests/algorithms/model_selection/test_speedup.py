@@ -1,10 +1,16 @@
 """Tests for mlpar.algorithms.model_selection.speedup (sizes and shapes; timing is not judged)."""
 
 import pytest
+from joblib._multiprocessing_helpers import mp
 
 from mlpar.algorithms.model_selection import cross_validation as cv
 from mlpar.algorithms.model_selection import speedup
 from mlpar.core import environment
+
+# A process pool needs semaphores in /dev/shm; where there are none the run refuses loky
+# (cross_validation.require_processes, tested on its own) and these tests have nothing to time.
+needs_processes = pytest.mark.skipif(
+    mp is None, reason="joblib cannot start worker processes here (/dev/shm missing or read-only)")
 
 
 def test_granularity_bounds_five_fold_below_1_7_on_two_workers():
@@ -19,6 +25,7 @@ def test_fits_cut_repeated_kfold_to_the_count():
     assert all(len(tr) + len(te) == 50 for tr, te in pairs)
 
 
+@needs_processes
 def test_strong_and_scaled_curves_have_one_point_per_worker_count():
     X, y = cv.load_dataset("breast_cancer")
     model = cv.make_model("logistic")
@@ -122,6 +129,7 @@ def test_predicted_speedup_is_granularity_and_dispatch():
             speedup.predicted_speedup(**args)
 
 
+@needs_processes
 def test_a_grid_search_is_measured_with_the_models_inputs():
     X, y = cv.load_dataset("breast_cancer")
     folds = cv.kfold(len(y), 3, seed=0)
