@@ -8,7 +8,8 @@
   thread pool, which ``threadpoolctl`` can inspect and limit.
 * **numba.** Its version, thread count and threading layer.
 * **GPU.** Whether an NVIDIA device is visible (looked up without initialising CUDA).
-* **Memory bandwidth.** Measured now with a large copy (``copy_bandwidth``).
+* **Memory bandwidth.** Measured now with a copy larger than the last-level cache
+  (``copy_bandwidth``, sized by ``bandwidth_probe_megabytes``).
 
     >>> environment_report()
 """
@@ -230,11 +231,34 @@ def environment_report(measure_bandwidth: bool = True) -> EnvironmentReport:
         ("GPU", ", ".join(gpu_devices()) or "none found"),
         ("nvidia-smi", shutil.which("nvidia-smi") or "not installed"),
     ]
+    llc = last_level_cache_bytes()
+    rows.append(("last-level cache", "not reported" if llc is None else f"{llc / 2**20:,.0f} MiB"))
     if measure_bandwidth:
-        rows.append(("memory bandwidth, 1 core", f"{copy_bandwidth():.1f} GB/s (copy)"))
+        megabytes, caveat = bandwidth_probe_megabytes()
+        what = f"(copy of {megabytes:,} MiB{'; ' + caveat if caveat else ''})"
+        rows.append(("memory bandwidth, 1 core", f"{copy_bandwidth(megabytes):.1f} GB/s {what}"))
         rows.append((f"memory bandwidth, {threads.max_threads()} threads",
-                     f"{copy_bandwidth(parallel=True):.1f} GB/s (copy)"))
+                     f"{copy_bandwidth(megabytes, parallel=True):.1f} GB/s {what}"))
     return EnvironmentReport(tuple(rows))
+
+
+#: The bandwidth probe copies at least this many MiB, and arrays of this many last-level caches.
+PROBE_MEGABYTES, PROBE_CACHE_MULTIPLE = 128, 4
+
+
+def bandwidth_probe_megabytes() -> tuple[int, str]:
+    """(MiB to copy, caveat): large enough to exceed ``PROBE_CACHE_MULTIPLE`` last-level caches,
+    at least ``PROBE_MEGABYTES``, and with source and copy within a quarter of the available
+    memory. The caveat says when the memory budget, not the cache, set the size: the figure
+    may then be partly cache bandwidth (a virtual machine reporting its host's 480 MiB L3)."""
+    llc = last_level_cache_bytes()
+    wanted = PROBE_MEGABYTES if llc is None else max(PROBE_MEGABYTES,
+                                                     -(-PROBE_CACHE_MULTIPLE * llc // 2**20))
+    budget = max(1, available_memory_bytes() // 4 // 2 // 2**20)  # source and destination
+    if wanted <= budget or llc is None or budget * 2**20 >= PROBE_CACHE_MULTIPLE * llc:
+        return min(wanted, budget), ""  # below the floor perhaps, but still past the caches
+    return budget, (f"capped by the memory budget below {PROBE_CACHE_MULTIPLE}× the "
+                    f"{llc / 2**20:,.0f} MiB cache: may be partly cache bandwidth")
 
 
 @functools.cache

@@ -208,3 +208,30 @@ def test_available_memory_has_a_default_when_nothing_says(monkeypatch):
 
     monkeypatch.setattr(environment.os, "sysconf", no_sysconf)
     assert environment.available_memory_bytes() == 4 << 30
+
+
+@pytest.mark.parametrize("hardware, megabytes, capped", [
+    ("llc=32MiB,memory=16GiB", 128, False),  # a laptop: the floor already spans 4 caches
+    ("llc=unknown,memory=16GiB", 128, False),  # no cache information: the floor
+    ("llc=480MiB,memory=64GiB", 1920, False),  # the VM of issue 24, with memory to match
+    ("llc=1.2GiB,memory=8GiB", 1024, True),  # huge cache, small budget: capped, and said so
+    ("llc=1MiB,memory=512MiB", 64, False),  # Binder-like memory: below the floor, past the cache
+    ("llc=unknown,memory=256MiB", 32, False),
+])
+def test_bandwidth_probe_spans_the_cache_within_the_memory_budget(monkeypatch, hardware, megabytes,
+                                                                  capped):
+    monkeypatch.setenv(HW, hardware)
+    got, caveat = environment.bandwidth_probe_megabytes()
+    assert got == megabytes and bool(caveat) is capped
+    assert 2 * got * 2**20 <= max(2 << 20, environment.available_memory_bytes() // 4)
+    if capped:
+        assert "capped by the memory budget" in caveat
+
+
+def test_report_names_the_cache_and_the_probe_size(monkeypatch):
+    monkeypatch.setenv(HW, "llc=unknown")
+    assert environment.environment_report(False).as_dict()["last-level cache"] == "not reported"
+    monkeypatch.setenv(HW, "llc=16MiB,memory=64MiB")
+    facts = environment.environment_report().as_dict()
+    assert facts["last-level cache"] == "16 MiB"
+    assert "(copy of 8 MiB; capped by the memory budget" in facts["memory bandwidth, 1 core"]
