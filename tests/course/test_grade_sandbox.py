@@ -39,7 +39,7 @@ import subprocess, time
 from joblib import Parallel, delayed
 escaped = subprocess.Popen(["sleep", "300"], start_new_session=True)  # leaves the process group
 print("escaped pid", escaped.pid, flush=True)
-Parallel(n_jobs=3)(delayed(time.sleep)(300) for _ in range(6))"""), timeout=10, memory_mb=3072)
+Parallel(n_jobs=3)(delayed(time.sleep)(300) for _ in range(6))"""), timeout=7, memory_mb=3072)
     assert outcome.timed_out and not outcome.finished
     escaped = int(outcome.output.split("escaped pid")[1].split()[0])
     deadline = time.monotonic() + 5
