@@ -304,7 +304,7 @@ def command_line_cluster(n_workers: int = 2, *, timeout: float = START_TIMEOUT):
                 processes.append(start(
                     f"worker-{i}", "worker", address, "--host", "127.0.0.1", "--nthreads", "1",
                     "--name", f"worker-{i}", "--no-dashboard", "--local-directory", folder,
-                    "--death-timeout", str(int(timeout))))
+                    "--death-timeout", f"{max(timeout, 1.0):g}"))
             from distributed import Client
 
             with Client(address, timeout=timeout, set_as_default=False) as client:
