@@ -103,6 +103,10 @@ def _grade(args) -> int:
     except GraderError as exc:
         print(f"grader could not run: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"interrupted: the rows graded so far are in {args.out}; run the same command with "
+              "--resume to go on", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -113,3 +113,28 @@ assert resource.getrlimit(resource.RLIMIT_FSIZE) == (2**28, 2**28)
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_ctrl_c_stops_grading_at_once_and_leaves_nothing_running(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"mlpar": {"lesson": "00_index"}},
+          "cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                     "source": "def usable_threads(affinity, quota):\n    return 1\n\n"
+                               "while True:\n    pass"}]}
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "ann.ipynb").write_text(json.dumps(nb))
+    before = _graded_processes()
+    grader = subprocess.Popen([sys.executable, "-m", "mlpar.course", "grade", str(tmp_path / "sub"),
+                               "--out", str(tmp_path / "g.csv"), "--timeout", "300"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _graded_processes() - before:
+        time.sleep(0.2)  # until the grading process runs
+    grader.send_signal(signal.SIGINT)
+    out, err = grader.communicate(timeout=60)
+    assert grader.returncode == 130 and "--resume" in err
+    assert _graded_processes() - before == set()
+    assert (tmp_path / "g.csv").read_text().startswith("student,lesson,exercise")

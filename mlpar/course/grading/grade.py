@@ -201,8 +201,14 @@ def grade(folder: Path, out: Path, *, official: Path | None = None, jobs: int = 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = {pool.submit(sandbox.run_job, r.job, timeout=options.timeout,
                                    memory_mb=options.memory_mb): (s, r) for s, r in prepared}
-            for future in as_completed(futures):
-                complete(*futures[future], future.result())
+            try:
+                for future in as_completed(futures):
+                    complete(*futures[future], future.result())
+            except KeyboardInterrupt:  # stop now; what is in `out` stays, --resume goes on
+                for future in futures:
+                    future.cancel()
+                sandbox.stop_all()
+                raise
     everything = report.read_rows(out)
     if summary:
         report.write_summary(everything, summary)

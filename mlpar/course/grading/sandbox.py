@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -31,6 +32,19 @@ _OUTPUT_TAIL = 4000
 _PASSED_ON = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT", "NUMBA_DISABLE_JIT", "NUMBA_ENABLE_CUDASIM",
               "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "MLPAR_HARDWARE",
               "CUDA_VISIBLE_DEVICES", "VIRTUAL_ENV")
+
+
+_RUNNING: dict[str, int] = {}  # token -> process group of every grading process now running
+_RUNNING_LOCK = threading.Lock()
+
+
+def stop_all() -> None:
+    """Kill every grading process this process started and all they started (Ctrl-C)."""
+    with _RUNNING_LOCK:
+        running = dict(_RUNNING)
+    for token, pgid in running.items():
+        _kill_group(pgid)
+        _sweep(token)
 
 
 @dataclass
@@ -99,6 +113,8 @@ def run_job(job: dict, *, timeout: float, memory_mb: int, python: str | None = N
              str(memory_mb * 2**20), str(FILE_LIMIT_BYTES)],
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=scratch, env=env,
             start_new_session=True, close_fds=True)
+        with _RUNNING_LOCK:
+            _RUNNING[token] = proc.pid
         try:
             proc.stdin.write(json.dumps(job).encode())
             proc.stdin.close()
@@ -125,6 +141,8 @@ def run_job(job: dict, *, timeout: float, memory_mb: int, python: str | None = N
         log.seek(max(0, size - _OUTPUT_TAIL))
         outcome.output = log.read().decode("utf-8", errors="replace")
     finally:
+        with _RUNNING_LOCK:
+            _RUNNING.pop(token, None)
         log.close()
         shutil.rmtree(root, ignore_errors=True)
     return outcome
