@@ -88,7 +88,8 @@ def test_lesson03_cross_validation_and_grid_search_equal_serial(client):
     assert np.array_equal(cluster_search.scores, serial_search.scores)
 
 
-def test_lesson05_mapreduce_equals_localcluster_and_numpy(address):
+def test_lesson05_mapreduce_equals_localcluster_and_numpy(address, monkeypatch):
+    monkeypatch.delenv(dask_cluster.SCHEDULER_VARIABLE, raising=False)  # local: a LocalCluster
     X, y = data()
     reference = mapreduce.serial_gradient_descent(X, y, lr=0.5, n_iter=15)
     external = mapreduce.gradient_descent(X, y, engine="dask", address=address, lr=0.5, n_iter=15)
@@ -134,7 +135,7 @@ def test_lesson07_gossip_on_the_cluster_equals_the_simulation(client):
 
 # --- what goes wrong on real clusters ----------------------------------------------------------
 def extra_worker(address, prelude: str, *options: str) -> subprocess.Popen:
-    """A third ``dask worker`` (no nanny) whose Python first runs ``prelude``."""
+    """One more ``dask worker`` (no nanny) whose Python first runs ``prelude``."""
     code = (f"import sys\n{prelude}\nfrom distributed.cli.dask_worker import main\n"
             "sys.argv[0] = 'dask-worker'\nmain()")
     return subprocess.Popen(
