@@ -20,6 +20,7 @@ def settle(timeout: float = 10.0) -> float:
     Idle pools that stay on purpose (joblib's loky workers, multiprocessing's resource
     tracker) do not count. Returns the seconds waited.
     """
+    timeout = validation.number("timeout", timeout, low=0.0, high=3600.0)
     start = time.perf_counter()
     while (cleanup.child_processes(ignore=(cleanup.RESOURCE_TRACKER, cleanup.LOKY))
            and time.perf_counter() - start < timeout):
@@ -47,8 +48,8 @@ def run(quick: bool = False) -> dict:
 
 
 def report(figures: dict) -> str:
-    lines = [c["line"] for c in figures["claims"]]
     counts = summary(figures)
+    lines = [c["line"] for c in figures["claims"]]
     measured = counts["held"] + counts["broken"]
     lines.append(f"{counts['held']} of {measured} measured claims held, {counts['broken']} did not"
                  + (f"; {counts['not applicable']} not applicable here" if counts["not applicable"]
@@ -62,6 +63,9 @@ def report(figures: dict) -> str:
 def summary(figures: dict) -> dict:
     """Counts of claims that held, did not, do not apply here (a failed precondition: one
     core, no GPU, a cache too large to exceed) and could not be measured (NaN)."""
+    if not isinstance(figures, dict) or not isinstance(figures.get("claims"), list):
+        raise TypeError(f"figures: expected the dict run() returns, with a list under 'claims', "
+                        f"got {type(figures).__name__}")
     found = {"held": 0, "broken": 0, "not applicable": 0, "not measured": 0}
     for c in figures["claims"]:
         key = ("held" if c["held"] else "broken") if c["held"] is not None else \

@@ -124,6 +124,8 @@ def usable_cores() -> int:
 
 def cache_sizes(root: str | os.PathLike = "/sys/devices/system/cpu/cpu0/cache") -> list[int]:
     """Sizes in bytes of the CPU caches Linux reports under ``root`` (empty when it says none)."""
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root: expected a path (str or pathlib.Path), got {type(root).__name__}")
     sizes = []
     try:
         entries = sorted(Path(root).glob("index*/size"))

@@ -204,3 +204,13 @@ def test_claims_runner_counts_not_applicable_apart():
 def test_precondition_refuses_bad_budgets_and_flags(kwargs, match):
     with pytest.raises((TypeError, ValueError), match=match):
         claims.precondition(**kwargs)
+
+
+def test_claims_runner_refuses_what_is_not_its_figures():
+    from mlpar.benchmarks import claims as runner
+
+    for bad in (None, object(), {"claims": None}):
+        with pytest.raises(TypeError, match="figures: expected the dict run"):
+            runner.summary(bad)
+    with pytest.raises((TypeError, ValueError), match="timeout"):
+        runner.settle(float("nan"))

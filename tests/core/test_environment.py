@@ -235,3 +235,8 @@ def test_report_names_the_cache_and_the_probe_size(monkeypatch):
     facts = environment.environment_report().as_dict()
     assert facts["last-level cache"] == "16 MiB"
     assert "(copy of 8 MiB; capped by the memory budget" in facts["memory bandwidth, 1 core"]
+
+
+def test_cache_sizes_refuses_a_root_that_is_not_a_path():
+    with pytest.raises(TypeError, match="root: expected a path"):
+        environment.cache_sizes(3)
