@@ -22,7 +22,6 @@ hostile_envs = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(hostile_envs)
 
 
-
 @pytest.mark.parametrize("name", list(hostile_envs.ENVIRONMENTS), ids=str)
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("MLPAR_SLOW_TESTS") != "1",
