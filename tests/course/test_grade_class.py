@@ -166,7 +166,17 @@ builtins.min = lambda *a, **k: 0""")
     subs["colab_reordered/Copy of 00_index (1).ipynb"] = nb
 
     nb = _solve(honest(), "usable_threads", SOLUTIONS["usable_threads"] + "\n\nwhile True:\n    pass")
-    subs["infinite_loop/00_index.ipynb"] = nb
+    subs["infinite_loop/00_index.ipynb"] = nb  # stopped after its step's share: the rest is graded
+
+    nb = _solve(honest(), "usable_threads", SOLUTIONS["usable_threads"] + """
+
+import time
+while True:  # swallows the step's limit: the notebook's limit ends it
+    try:
+        time.sleep(1)
+    except BaseException:
+        pass""")
+    subs["stubborn_loop/00_index.ipynb"] = nb
 
     subs["memory_bomb/00_index.ipynb"] = _solve(honest(), "one_blas_thread", """\
 def matmul_one_blas_thread(A, B):
@@ -200,7 +210,9 @@ EXPECTED = {  # student -> per exercise: (passed, flags, words the message must 
     "hard_coded": [(FAIL, "", "expected")] + [(FAIL, "", "not done yet")] * 2,
     "extra_helper": [(FAIL, "extra_cells", "not done yet"), (FAIL, "extra_cells", "NameError"),
                      (FAIL, "extra_cells", "not done yet")],
-    "infinite_loop": [(PASS, "", ""), (FAIL, "timeout", f"{TIMEOUT} s wall-clock limit"),
+    "infinite_loop": [(PASS, "", ""), (FAIL, "timeout", f"ran past the {TIMEOUT / 4:g} s limit of one step"),
+                      (PASS, "", "")],
+    "stubborn_loop": [(PASS, "", ""), (FAIL, "timeout", f"{TIMEOUT} s wall-clock limit"),
                       (FAIL, "timeout", f"{TIMEOUT} s wall-clock limit")],
     "memory_bomb": [(PASS, "", ""), (PASS, "", ""), (FAIL, "memory", "address-space limit")],
     "os_exit": [(PASS, "tampering", ""), (FAIL, "crashed;tampering", "exited with code 0"),

@@ -138,3 +138,21 @@ def test_ctrl_c_stops_grading_at_once_and_leaves_nothing_running(tmp_path):
     assert grader.returncode == 130 and "--resume" in err
     assert _graded_processes() - before == set()
     assert (tmp_path / "g.csv").read_text().startswith("student,lesson,exercise")
+
+
+def test_a_function_that_never_returns_fails_its_check_and_grading_goes_on():
+    check = {"kind": "check", "module": "mlpar.exercises.l00_index", "check": "check_usable_threads",
+             "argument": "usable_threads"}
+    job = {"lesson": "00_index", "seed": 1, "cells": [
+        {"kind": "solution", "exercises": ["first"],
+         "source": "def usable_threads(affinity, quota):\n    while True:\n        pass"},
+        dict(check, exercise="first"),
+        {"kind": "solution", "exercises": ["second"],
+         "source": "def usable_threads(affinity, quota):\n    return 1"},
+        dict(check, exercise="second")]}
+    outcome = sandbox.run_job(job, timeout=12, memory_mb=2048)
+    assert outcome.finished and not outcome.timed_out
+    first, second = [e for e in outcome.events if e["event"] == "check"]
+    assert not first["passed"] and first["flags"] == ["timeout"]
+    assert "called by the check, ran past the 3 s limit of one step" in first["message"]
+    assert not second["passed"] and "returned 1, expected" in second["message"]

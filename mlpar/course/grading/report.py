@@ -26,7 +26,8 @@ FLAGS = {
     "extra_cells": "the notebook has code cells the student added; they were not run",
     "edited_cells": "a locked cell was changed or deleted; the official one was run instead",
     "missing_solution": "no cell defines the exercise's function; it counts as not done",
-    "timeout": "the submission ran past the wall-clock limit (--timeout) and was stopped",
+    "timeout": "a solution cell or a check ran past a quarter of --timeout (that exercise fails, the "
+               "next ones are graded), or the notebook past --timeout (it was stopped)",
     "memory": "the submission ran past the address-space limit (--memory)",
     "crashed": "the grading process died or exited (a segfault, os._exit, a kill) before the check",
     "error": "the file could not be graded (not a notebook, no lesson, too big); see the message",

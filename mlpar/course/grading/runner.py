@@ -56,6 +56,32 @@ def _shell():
     return InteractiveShell.instance(config=config)
 
 
+class StepTimeout(BaseException):
+    """A solution cell or a check ran past its share of the time (not an ``Exception``, so the
+    checks' ``call`` does not turn it into a wrong answer)."""
+
+
+@contextlib.contextmanager
+def step_limit(seconds: float | None):
+    """Raise :class:`StepTimeout` in this (main) thread after ``seconds`` (None: no limit)."""
+    import signal
+
+    if not seconds:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise StepTimeout(f"ran past the {seconds:g} s limit of one step")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _run_cell(shell, source: str):
     """Run a cell like a kernel; return the exception it raised or None."""
     result = shell.run_cell(source, store_history=False, silent=False)
@@ -80,6 +106,8 @@ def run(job: dict, report: Report) -> None:
     snapshot = None
     cell_errors: list[str] = []
     solution_errors: dict[str, str] = {}
+    timed_out: set[str] = set()
+    step = job.get("step_timeout")
     started = time.perf_counter()
     for cell in job["cells"]:
         kind = cell["kind"]
@@ -93,8 +121,14 @@ def run(job: dict, report: Report) -> None:
             if snapshot is None:
                 snapshot = Snapshot()
             report(event="start", exercise=cell["exercises"][0], stage="solution")
-            error = _run_cell(shell, cell["source"])
-            if error is not None:
+            with step_limit(step):
+                error = _run_cell(shell, cell["source"])
+            if isinstance(error, StepTimeout):
+                timed_out.update(cell["exercises"])
+                message = f"timeout: your solution cell {error}; the exercise counts as not done"
+                solution_errors.update(dict.fromkeys(cell["exercises"], message))
+                report(event="solution_error", exercises=cell["exercises"], message=message, memory=False)
+            elif error is not None:
                 message = f"your solution cell raised {type(error).__name__}: {_first_line(error)}"
                 solution_errors.update(dict.fromkeys(cell["exercises"], message))
                 report(event="solution_error", exercises=cell["exercises"], message=message,
@@ -112,7 +146,9 @@ def run(job: dict, report: Report) -> None:
         passed, message = False, ""
         if name in solution_errors and "MemoryError" in solution_errors[name]:
             flags.append("memory")
-        if name in broken:
+        if name in timed_out:
+            message, flags = solution_errors[name], flags + ["timeout"]
+        elif name in broken:
             message, flags = broken[name], flags + ["error"]
         elif cell.get("missing"):
             message, flags = cell["missing"], flags + ["missing_solution"]
@@ -125,9 +161,12 @@ def run(job: dict, report: Report) -> None:
         else:
             out = io.StringIO()
             try:
-                with contextlib.redirect_stdout(out):
+                with contextlib.redirect_stdout(out), step_limit(step):
                     checks[name](shell.user_ns[cell["argument"]])
                 passed = True
+            except StepTimeout as exc:
+                message = f"timeout: your function, called by the check, {exc}"
+                flags.append("timeout")
             except AssertionError as exc:
                 message = _first_line(exc) or "the check failed"
                 if _memory_error(exc):

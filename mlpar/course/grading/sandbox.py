@@ -4,10 +4,11 @@
 with ``python -I -B`` (no current folder or user site on ``sys.path``, no ``PYTHON*``
 variables, no bytecode written beside the installed modules), in a fresh scratch folder that
 is also its ``HOME`` and ``TMPDIR``, under an address-space limit (``RLIMIT_AS``, set by the
-runner before it reads any student code), a file-size limit and a wall-clock timeout. When the
-runner is done, past its time, or dead, the whole group is killed, and so is every process
-still carrying this run's token in its environment (a worker that started its own session),
-before the scratch folder is removed. The outcome says which limit, if any, was hit.
+runner before it reads any student code), a file-size limit and a wall-clock timeout (a
+quarter of it for each solution cell and each check). When the runner is done, past its time,
+or dead, the whole group is killed, and so is every process still carrying this run's token
+in its environment (a worker that started its own session), before the scratch folder is
+removed. The outcome says which limit, if any, was hit.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from pathlib import Path
 
 TOKEN_VARIABLE = "MLPAR_GRADING_TOKEN"
 FILE_LIMIT_BYTES = 256 * 2**20  # no single file the submission writes grows past this
+# One solution cell or one check may take this share of the notebook's time: a loop in one
+# exercise fails that exercise, and the exercises after it are still graded.
+STEP_SHARE = 0.25
 _OUTPUT_TAIL = 4000
 # The grading process sees only these of the grader's environment variables (plus its own).
 _PASSED_ON = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT", "NUMBA_DISABLE_JIT", "NUMBA_ENABLE_CUDASIM",
@@ -103,7 +107,7 @@ def run_job(job: dict, *, timeout: float, memory_mb: int, python: str | None = N
                IPYTHONDIR=str(scratch / ".ipython"), JOBLIB_TEMP_FOLDER=str(scratch),
                PYTHONDONTWRITEBYTECODE="1", TQDM_DISABLE="1",
                NUMBA_CACHE_DIR=str(scratch / ".numba"), **{TOKEN_VARIABLE: token})
-    job = dict(job, memory_mb=memory_mb)
+    job = dict(job, memory_mb=memory_mb, step_timeout=timeout * STEP_SHARE)
     outcome = Outcome()
     log = open(root / "output.txt", "w+b")  # noqa: SIM115  (closed in finally)
     started = time.monotonic()
