@@ -112,7 +112,8 @@ def cpu_quota(world: World) -> None:
                           "--scope -p CPUQuota=50%") from None
     world.undo.append(lambda: _remove_group(group))
     world.prefix += ["sh", "-c", f'echo $$ > "{group}/cgroup.procs" && exec "$@"', "sh"]
-    world.note = f"{quota:g} {'core' if quota == 1 else 'cores'}' worth of CPU time on {cores} cores"
+    world.note = f"{quota:g} {'core' if quota == 1 else 'cores'}'{'s' if quota == 1 else ''} worth " \
+                 f"of CPU time on {cores} cores"
 
 
 def _remove_group(group: Path) -> None:
