@@ -187,12 +187,20 @@ def check_serial_fraction(serial_fraction) -> None:
         got = call(name, serial_fraction, p, speedup)
         what = f"s for p={p}, speedup={fmt(speedup)}"
         expect(name, got is not None, f"{what}: got None; did the function forget to `return`?")
-        gustafson_s = (p - speedup) / (p - 1)  # the common mix-up: the other law inverted
-        if (isinstance(got, (int, float, np.number)) and abs(float(got) - gustafson_s) < 1e-9
-                and abs(gustafson_s - s) > 1e-6):
-            raise AssertionError(
-                f"{name}: {what} is {fmt(float(got))}, expected {fmt(s)}; that is Gustafson's "
-                "(p - S)/(p - 1). Amdahl's law to invert is S = 1/(s + (1 - s)/p)")
+        misreadings = (
+            ((p - speedup) / (p - 1), "that is Gustafson's (p - S)/(p - 1). Amdahl's law to "
+                                      "invert is S = 1/(s + (1 - s)/p)"),
+            (1 - speedup / p, "that is 1 - S/p, the share of the workers' time left idle; "
+                              "Amdahl's s is a share of the one-worker time: solve "
+                              "S = 1/(s + (1 - s)/p) for s"),
+            (1 / speedup - 1 / p, "the last step is missing: 1/S - 1/p = s·(1 - 1/p), so "
+                                  "divide by (1 - 1/p)"),
+        )
+        if isinstance(got, (int, float, np.number)) and not isinstance(got, bool):
+            for value, wrong in misreadings:
+                if abs(float(got) - value) < 1e-9 and abs(value - s) > 1e-6:
+                    raise AssertionError(f"{name}: {what} is {fmt(float(got))}, expected "
+                                         f"{fmt(s)}; {wrong}")
         expect_close(name, got, s, what=what, rtol=1e-9, atol=1e-12)
     passed(name, "Amdahl's law inverted correctly")
 

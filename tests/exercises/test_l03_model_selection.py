@@ -180,6 +180,21 @@ def inverted_fraction(p, speedup):
     return 1 / speedup
 
 
+def idle_share_fraction(p, speedup):
+    return 1 - speedup / p
+
+
+def undivided_fraction(p, speedup):
+    return 1 / speedup - 1 / p
+
+
+def test_serial_fraction_names_each_misreading():
+    for bad, match in ((gustafson_fraction, "Gustafson"), (idle_share_fraction, "left idle"),
+                       (undivided_fraction, r"divide by \(1 - 1/p\)")):
+        with pytest.raises(AssertionError, match=match):
+            ex.check_serial_fraction(bad)
+
+
 def test_serial_fraction_accepts_correct_solutions(capsys):
     ex.check_serial_fraction(good_fraction)
     ex.check_serial_fraction(good_fraction_rearranged)
