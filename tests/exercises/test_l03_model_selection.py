@@ -370,3 +370,11 @@ def test_one_wrong_exercise_fails_exactly_its_own_check(wrong, capsys):
         except AssertionError:
             failed.append(check)
     assert failed == [wrong]
+
+
+def test_parallel_cv_says_when_this_machine_cannot_show_tasks(monkeypatch):
+    import joblib._multiprocessing_helpers as helpers
+
+    monkeypatch.setattr(helpers, "mp", None)  # /dev/shm missing or read-only
+    with pytest.raises(AssertionError, match="joblib cannot start pools on this machine"):
+        ex.check_parallel_cv(good_cv)
