@@ -244,22 +244,26 @@ def environment_report(measure_bandwidth: bool = True) -> EnvironmentReport:
     return EnvironmentReport(tuple(rows))
 
 
-#: The bandwidth probe copies at least this many MiB, and arrays of this many last-level caches.
-PROBE_MEGABYTES, PROBE_CACHE_MULTIPLE = 128, 4
+#: The bandwidth probe copies at least this many MiB, and arrays of this many last-level caches,
+#: but at most ``PROBE_MAX_MEGABYTES`` (about 13 s for the report's two probes on a 2-core VM:
+#: a lesson cell has 30 s).
+PROBE_MEGABYTES, PROBE_CACHE_MULTIPLE, PROBE_MAX_MEGABYTES = 128, 4, 2048
 
 
 def bandwidth_probe_megabytes() -> tuple[int, str]:
     """(MiB to copy, caveat): large enough to exceed ``PROBE_CACHE_MULTIPLE`` last-level caches,
-    at least ``PROBE_MEGABYTES``, and with source and copy within a quarter of the available
-    memory. The caveat says when the memory budget, not the cache, set the size: the figure
-    may then be partly cache bandwidth (a virtual machine reporting its host's 480 MiB L3)."""
+    at least ``PROBE_MEGABYTES``, at most ``PROBE_MAX_MEGABYTES``, and with source and copy
+    within a quarter of the available memory. The caveat says when a budget, not the cache, set
+    the size: the figure may then be partly cache bandwidth (a VM reporting its host's L3)."""
     llc = last_level_cache_bytes()
     wanted = PROBE_MEGABYTES if llc is None else max(PROBE_MEGABYTES,
                                                      -(-PROBE_CACHE_MULTIPLE * llc // 2**20))
-    budget = max(1, available_memory_bytes() // 4 // 2 // 2**20)  # source and destination
+    by_memory = max(1, available_memory_bytes() // 4 // 2 // 2**20)  # source and destination
+    budget = min(by_memory, PROBE_MAX_MEGABYTES)
     if wanted <= budget or llc is None or budget * 2**20 >= PROBE_CACHE_MULTIPLE * llc:
         return min(wanted, budget), ""  # below the floor perhaps, but still past the caches
-    return budget, (f"capped by the memory budget below {PROBE_CACHE_MULTIPLE}× the "
+    which = "memory" if by_memory <= PROBE_MAX_MEGABYTES else "time"
+    return budget, (f"capped by the {which} budget below {PROBE_CACHE_MULTIPLE}× the "
                     f"{llc / 2**20:,.0f} MiB cache: may be partly cache bandwidth")
 
 
