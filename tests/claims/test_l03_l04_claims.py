@@ -119,3 +119,18 @@ def test_lesson_03_process_claims_do_not_apply_without_process_semaphores(monkey
     for claim in (l03.parallel_cv_gives_identical_scores(quick=True),
                   l03.parallel_cv_speeds_up(quick=True), l03.processes_escape_the_gil(quick=True)):
         assert claim.held is None and "/dev/shm" in claim.not_applicable
+
+
+def test_lock_free_claim_reads_the_lessons_own_table():
+    from types import SimpleNamespace
+
+    def run(variant, threads, rate):
+        return SimpleNamespace(variant=variant, threads=threads, updates_per_second=rate)
+
+    table = [run("serial", 1, 5e6), run("locked", 2, 4e6), run("lock-free", 2, 1e7)]
+    claim = l04.lock_free_beats_locked(runs=table)
+    assert claim.held is True and claim.value == pytest.approx(2.5)
+    slow = [run("locked", 2, 4e6), run("lock-free", 2, 4.4e6)]
+    assert l04.lock_free_beats_locked(runs=slow).held is False
+    with pytest.raises(ValueError, match="runs: expected SGDRun results including the locked"):
+        l04.lock_free_beats_locked(runs=[run("serial", 1, 5e6)])
