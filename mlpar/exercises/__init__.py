@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-
 GRADING_SEED_VARIABLE = "MLPAR_GRADING_SEED"
 
 
