@@ -1,8 +1,10 @@
-"""Checks for lesson 10's exercises: the grid-stride loop, a CUDA kernel, the tile, the break-even.
+"""Checks for lesson 10's exercises: the grid-stride loop, a CUDA kernel, the tile, the
+break-even, and a predicted offload of the elementwise product.
 
 The kernel exercise launches the student's ``@cuda.jit`` kernel on whatever CUDA path the
 lesson chose (a GPU or numba's simulator); the others are the arithmetic of a launch and run
-the same everywhere, with no numba at all.
+the same everywhere, with no numba at all. The offload prediction is graded against the model
+only; its measurement is reported, never graded.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from mlpar.exercises import call, expect, fmt, passed
+from mlpar.exercises import call, case_seed, expect, fmt, passed
 from mlpar.gpu import backend as gpu
 
 # (thread_idx, block_idx, block_dim, grid_dim, n): one block, several, n not a multiple of
@@ -176,3 +178,147 @@ def check_axpy_kernel(kernel) -> None:
         raise AssertionError(f"{ex}: {case}: y[{i}] became {fmt(got[i])}, expected "
                              f"y[i] + a * x[i] = {fmt(want[i])}")
     passed(ex, f"{len(_AXPY_CASES)} launch shapes, grids smaller and larger than the array")
+
+
+# --- Exercise 5: predict, then measure ------------------------------------------------------
+
+def offload_model(n: int, itemsize: int, link_gbps: float, device_gbps: float) -> float:
+    """Seconds to offload the elementwise product of ``n`` elements of ``itemsize`` bytes.
+
+    x and y cross the link to the device, the kernel reads x and y and writes x·y in device
+    memory, and x·y crosses back: 3·n·itemsize bytes at ``link_gbps``, then the same bytes at
+    ``device_gbps``, one after the other (a serial offload: no streams, no overlap).
+    """
+    nbytes = 3 * n * itemsize
+    return nbytes / (link_gbps * 1e9) + nbytes / (device_gbps * 1e9)
+
+
+def _parts(n, itemsize, link_gbps, device_gbps) -> tuple[float, float]:
+    """(copy seconds, kernel seconds) of :func:`offload_model`."""
+    nbytes = 3 * n * itemsize
+    return nbytes / (link_gbps * 1e9), nbytes / (device_gbps * 1e9)
+
+
+def _misread(how):
+    return lambda *case: how(*_parts(*case))
+
+
+_GIB = 2**30 / 1e9
+_BITS = ("bits and bytes mixed: GB/s is gigaBYTES per second and itemsize is in bytes, so no "
+         "factor 8 belongs in the prediction")
+_GIBS = ("GB and GiB mixed: GB/s means 10^9 bytes per second, so no 2^30 belongs in the "
+         "prediction")
+OFFLOAD_MISREADINGS = (
+    (_misread(lambda c, k: 8 * c + k), _BITS),
+    (_misread(lambda c, k: c / 8 + k), _BITS),
+    (_misread(lambda c, k: 8 * (c + k)), _BITS),
+    (_misread(lambda c, k: (c + k) / 8), _BITS),
+    (_misread(lambda c, k: (c + k) / _GIB), _GIBS),
+    (_misread(lambda c, k: (c + k) * _GIB), _GIBS),
+    (_misread(lambda c, k: c / 3 + k),
+     "only one array crossed the link in your prediction; x and y go to the device and x·y "
+     "comes back: three arrays of n·itemsize bytes"),
+    (_misread(lambda c, k: 2 * c / 3 + k),
+     "two arrays crossed the link in your prediction: did you forget the copy back? x and y "
+     "go over and x·y comes back: three arrays of n·itemsize bytes"),
+    (_misread(lambda c, k: c + 2 * k / 3),
+     "your kernel moves two arrays in device memory; it reads x and y and writes x·y: three"),
+    (_misread(lambda c, k: c + k / 3),
+     "your kernel moves one array in device memory; it reads x and y and writes x·y: three"),
+    (_misread(lambda c, k: c),
+     "that is the copies alone (or copies and kernel overlapped, where the copies are the "
+     "longer); the offload here is serial, copy in, kernel, copy back, so the kernel's time "
+     "in device memory comes on top"),
+    (_misread(lambda c, k: k),
+     "that is the kernel alone; the copies over the link come on top, and they dominate"),
+    (_misread(lambda c, k: 1 / (c + k)),
+     "inverted: that is a rate (operations per second), not seconds; time = bytes / rate"),
+    (_misread(lambda c, k: 1 / c + 1 / k),
+     "inverted: rate / bytes is not a time; each stage takes bytes / rate seconds"),
+    (_misread(lambda c, k: (c + k) * 1e9),
+     "that is in nanoseconds: GB/s is 10^9 bytes per second, so divide the bytes by "
+     "rate × 10^9 to get seconds"),
+    (_misread(lambda c, k: (c + k) / 1e9),
+     "10^9 used twice: bytes / (rate in GB/s × 10^9) is already in seconds"),
+)
+
+#: Section 8's offload of the product: 2^24 float32 elements.
+OFFLOAD_N = 1 << 24
+OFFLOAD_ITEMSIZE = 4
+
+
+def check_offload_prediction(predict_offload_seconds) -> None:
+    """``predict_offload_seconds(n, itemsize, link_gbps, device_gbps)``: the serial offload's
+    seconds for an elementwise product, graded against :func:`offload_model` exactly, at
+    random sizes and rates; each misreading (bits, GiB, copies miscounted, ...) is refused by name.
+    """
+    from mlpar.exercises.l01_loops_to_threads import grade_prediction
+
+    name = "Exercise 5 (predict the offload of a product)"
+    rng = np.random.default_rng(case_seed(10))
+    cases = [(int(rng.integers(10**5, 10**8)), int(rng.choice([4, 8])),
+              float(np.round(rng.uniform(4.0, 64.0), 2)),
+              float(np.round(rng.uniform(150.0, 3500.0), 1))) for _ in range(4)]
+    cases.append((OFFLOAD_N, OFFLOAD_ITEMSIZE, 15.75, 320.0))  # the T4 of section 8
+    grade_prediction(name, predict_offload_seconds, cases, offload_model, OFFLOAD_MISREADINGS,
+                     what="the predicted seconds",
+                     names=("n", "itemsize", "link_gbps", "device_gbps"))
+    passed(name, f"3·n·itemsize bytes over the link, then through device memory, at "
+                 f"{len(cases)} sizes and rates; now compare with a measurement")
+
+
+def report_offload_prediction(predict_offload_seconds, *, link_gbps: float, device_gbps: float,
+                              measured=None, n: int = OFFLOAD_N,
+                              itemsize: int = OFFLOAD_ITEMSIZE) -> float | None:
+    """Print the predicted offload of the product, and how far ``measured`` fell from it.
+
+    ``measured``: the :class:`mlpar.gpu.transfers.OffloadTiming` of the same product measured
+    on a GPU, or ``None`` (no GPU: the simulator's times mean nothing, and it says so). Timing
+    never grades: this only reports. The prediction used is the student's where it matches the
+    model, else the model's (and it says so). Returns measured / predicted seconds, or None.
+    """
+    from mlpar.core import validation
+
+    link_gbps = validation.positive("link_gbps", link_gbps)
+    device_gbps = validation.positive("device_gbps", device_gbps)
+    n = validation.positive_int("n", n)
+    itemsize = validation.positive_int("itemsize", itemsize)
+    if measured is not None:
+        if not all(hasattr(measured, a) for a in ("total_s", "transfer_share", "link_bytes")):
+            raise TypeError(f"measured: expected an OffloadTiming (transfers.time_product) or "
+                            f"None, got {validation.describe(measured)}")
+        if measured.link_bytes != 3 * n * itemsize:
+            raise ValueError(f"measured: expected the offload of {n:,} elements of {itemsize} "
+                             f"bytes ({3 * n * itemsize:,} bytes over the link), got one of "
+                             f"{measured.link_bytes:,} bytes; pass its n and itemsize")
+    predicted = offload_model(n, itemsize, link_gbps, device_gbps)
+    copies, kernel = _parts(n, itemsize, link_gbps, device_gbps)
+    note = ""
+    try:
+        got = float(predict_offload_seconds(n, itemsize, link_gbps, device_gbps))
+    except Exception:  # noqa: BLE001 - a broken prediction is graded by the check, not here
+        got = float("nan")
+    if not math.isclose(got, predicted, rel_tol=1e-9):
+        note = " (your function's value differs from the model; the model's is used)"
+    share = copies / predicted
+    print(f"predicted {predicted * 1e3:.3g} ms for {n:,} × {itemsize} B at link {link_gbps:.4g} "
+          f"GB/s, device {device_gbps:.4g} GB/s: copies {100 * share:.3g} % of it{note}")
+    if measured is None:
+        print("measured: none; simulator: no meaningful timing (its times describe Python "
+              "threads on the CPU, not a GPU)")
+        return None
+    ratio = measured.total_s / predicted
+    print(f"measured  {measured.total_s * 1e3:.3g} ms: {ratio:.0%} of the prediction; copies "
+          f"{100 * measured.transfer_share:.3g} % of it")
+    if ratio > 1.25:
+        why = ("slower than predicted: the copy back (device to host) is often slower than "
+               "the copy in whose rate was used, each copy and launch has a fixed cost, and "
+               "the product kernel reaches less than a copy's bandwidth")
+    elif ratio < 0.8:
+        why = ("faster than predicted: the rates passed in were measured at a busier moment, "
+               "or on other sizes, than this offload")
+    else:
+        why = ("within the band [80 %, 125 %]: the copies dominate, and bytes over the link "
+               "predict them")
+    print(f"why: {why}")
+    return ratio

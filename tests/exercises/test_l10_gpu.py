@@ -217,3 +217,149 @@ def test_wrong_kernels_fail_with_the_reason(kernel_results, name, match):
     message = kernel_results[name]
     assert message.startswith("Exercise 2 (a CUDA kernel)"), message
     assert re.search(match, message), message
+
+
+# --- Exercise 5: predict the offload of a product, then measure ----------------------------
+
+def offload_in_parts(n, itemsize, link_gbps, device_gbps):
+    to_device = 2 * n * itemsize / (link_gbps * 1e9)
+    kernel = 3 * n * itemsize / (device_gbps * 1e9)
+    to_host = n * itemsize / (link_gbps * 1e9)
+    return to_device + kernel + to_host
+
+
+def offload_by_harmonic_rate(n, itemsize, link_gbps, device_gbps):
+    # the same bytes through two stages in series: one combined rate
+    combined = 1 / (1 / link_gbps + 1 / device_gbps)
+    return np.float64(3 * n * itemsize / combined / 1e9)
+
+
+def test_correct_offload_predictions_pass(capsys):
+    ex.check_offload_prediction(ex.offload_model)
+    ex.check_offload_prediction(offload_in_parts)
+    ex.check_offload_prediction(offload_by_harmonic_rate)
+    assert capsys.readouterr().out.count("Exercise 5 (predict the offload of a product) passed") == 3
+
+
+def _bytes(n, s):
+    return 3 * n * s
+
+
+@pytest.mark.parametrize("wrong, match", [
+    (lambda n, s, w, d: _bytes(n, s) * 8 / (w * 1e9) + _bytes(n, s) / (d * 1e9),
+     "bits and bytes mixed"),
+    (lambda n, s, w, d: 8 * _bytes(n, s) * (1 / w + 1 / d) / 1e9, "bits and bytes mixed"),
+    (lambda n, s, w, d: _bytes(n, s) * (1 / w + 1 / d) / 2**30, "GB and GiB mixed"),
+    (lambda n, s, w, d: n * s / (w * 1e9) + _bytes(n, s) / (d * 1e9),
+     "only one array crossed the link"),
+    (lambda n, s, w, d: 2 * n * s / (w * 1e9) + _bytes(n, s) / (d * 1e9),
+     "did you forget the copy back"),
+    (lambda n, s, w, d: _bytes(n, s) / (w * 1e9) + 2 * n * s / (d * 1e9),
+     "kernel moves two arrays"),
+    (lambda n, s, w, d: _bytes(n, s) / (w * 1e9), "copies alone"),
+    (lambda n, s, w, d: _bytes(n, s) / (d * 1e9), "kernel alone"),
+    (lambda n, s, w, d: max(_bytes(n, s) / (w * 1e9), _bytes(n, s) / (d * 1e9)),
+     "copies and kernel overlapped"),
+    (lambda n, s, w, d: 1e9 / (_bytes(n, s) * (1 / w + 1 / d)), "inverted"),
+    (lambda n, s, w, d: (w + d) * 1e9 / _bytes(n, s), "inverted"),
+    (lambda n, s, w, d: _bytes(n, s) * (1 / w + 1 / d), "nanoseconds"),
+    (lambda n, s, w, d: 0.0134, "does not change with the inputs"),
+    (lambda n, s, w, d: _bytes(n, s) * (1 / w + 1 / d) / 1e9 * 1.5, r"expected \d"),
+])
+def test_each_offload_misreading_is_refused_by_name(wrong, match):
+    with pytest.raises(AssertionError, match=r"Exercise 5 \(predict the offload of a product\)"):
+        ex.check_offload_prediction(wrong)
+    with pytest.raises(AssertionError, match=match):
+        ex.check_offload_prediction(wrong)
+
+
+def test_hard_coded_visible_cases_fail_under_the_graders_seed(monkeypatch):
+    from mlpar.exercises import GRADING_SEED_VARIABLE
+
+    seen = {}
+
+    def remember(n, s, w, d):
+        seen[(n, s, w, d)] = ex.offload_model(n, s, w, d)
+        return seen[(n, s, w, d)]
+
+    ex.check_offload_prediction(remember)
+    table = dict(seen)
+
+    def lookup(n, s, w, d):
+        return table.get((n, s, w, d), 0.0134)
+
+    ex.check_offload_prediction(lookup)  # the lesson's visible cases: a table passes there
+    monkeypatch.setenv(GRADING_SEED_VARIABLE, "7")
+    with pytest.raises(AssertionError, match="Exercise 5"):
+        ex.check_offload_prediction(lookup)
+
+
+@pytest.mark.parametrize("answer, match", [
+    (lambda *a: None, "forget to `return`"),
+    (lambda *a: [1.5, "x"], "should be numbers"),
+    (lambda *a: [0.1, 0.2], "shape"),
+    (lambda *a: float("nan"), "NaN"),
+    (lambda *a: 1 / 0, "raised ZeroDivisionError"),
+    ("not a function", "expected a function"),
+])
+def test_odd_offload_answers_fail_with_a_clear_message(answer, match):
+    with pytest.raises(AssertionError, match=match):
+        ex.check_offload_prediction(answer)
+
+
+def test_unfinished_offload_prediction_says_not_done():
+    def todo(*args):
+        raise NotImplementedError
+
+    with pytest.raises(AssertionError, match="not done yet"):
+        ex.check_offload_prediction(todo)
+
+
+def test_report_without_a_gpu_predicts_and_says_there_is_no_timing(capsys):
+    assert ex.report_offload_prediction(ex.offload_model, link_gbps=15.75,
+                                        device_gbps=320.0) is None
+    out = capsys.readouterr().out
+    assert "simulator: no meaningful timing" in out
+    expected_ms = ex.offload_model(1 << 24, 4, 15.75, 320.0) * 1e3
+    assert f"predicted {expected_ms:.3g} ms" in out
+    assert "differs from the model" not in out
+
+
+def _fake_timing(total_s, n=1 << 24, itemsize=4):
+    # the fields of mlpar.gpu.transfers.OffloadTiming that the report reads; importing that
+    # module would import numba's CUDA target in this process
+    from types import SimpleNamespace
+
+    return SimpleNamespace(total_s=total_s, transfer_share=0.9, link_bytes=3 * n * itemsize)
+
+
+@pytest.mark.parametrize("factor, why", [(1.0, "within the band"), (2.0, "slower than predicted"),
+                                         (0.5, "faster than predicted")])
+def test_report_with_a_measurement_says_how_far_and_why(capsys, factor, why):
+    predicted = ex.offload_model(1 << 24, 4, 15.75, 320.0)
+    ratio = ex.report_offload_prediction(lambda *a: None, link_gbps=15.75, device_gbps=320.0,
+                                         measured=_fake_timing(factor * predicted))
+    assert ratio == pytest.approx(factor)
+    out = capsys.readouterr().out
+    assert f"{factor:.0%} of the prediction" in out
+    assert why in out
+    assert "the model's is used" in out  # a broken prediction is reported, not raised
+
+
+def test_report_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="link_gbps"):
+        ex.report_offload_prediction(ex.offload_model, link_gbps=0, device_gbps=320.0)
+    with pytest.raises(TypeError, match="measured: expected an OffloadTiming"):
+        ex.report_offload_prediction(ex.offload_model, link_gbps=15.75, device_gbps=320.0,
+                                     measured=[1, 2])
+    with pytest.raises(ValueError, match="measured: expected the offload of 16,777,216"):
+        ex.report_offload_prediction(ex.offload_model, link_gbps=15.75, device_gbps=320.0,
+                                     measured=_fake_timing(0.01, n=1000))
+
+
+@pytest.mark.parametrize("index", range(len(ex.OFFLOAD_MISREADINGS)))
+def test_every_listed_misreading_is_recognised_with_its_own_message(index):
+    misread, why = ex.OFFLOAD_MISREADINGS[index]
+    with pytest.raises(AssertionError) as err:
+        ex.check_offload_prediction(misread)
+    assert str(err.value).endswith(why)
