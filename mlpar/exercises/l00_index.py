@@ -7,6 +7,7 @@ them times anything.
 
 from __future__ import annotations
 
+import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -173,3 +174,105 @@ def check_one_blas_thread(matmul_one_blas_thread) -> None:
            "`with threadpool_limits(limits=1, user_api='blas'):`")
     expect_close(name, got, A @ B, what="the product", rtol=1e-12)
     passed(name, "the product ran on one BLAS thread")
+
+
+# --- Exercise 4: predict, then measure ----------------------------------------------------------
+
+
+def matmul_seconds_model(n: int, gflops: float) -> float:
+    """The lesson's model of an n×n matrix product: 2n³ flops at ``gflops`` GFLOP/s, in seconds."""
+    return 2 * n**3 / (gflops * 1e9)
+
+
+_MATMUL_MISREADINGS = (
+    (lambda n, g: n**3 / (g * 1e9), "you counted n³ flops; each of the n³ multiply-adds is 2 "
+                                    "flops (a multiply and an add): 2n³"),
+    (lambda n, g: 2 * n**2 / (g * 1e9), "you counted 2n² flops, one per element of the result; "
+                                        "each of the n² elements is a sum of n products: 2n³"),
+    (lambda n, g: n**2 / (g * 1e9), "you counted n² flops, one per element of the result; each "
+                                    "of the n² elements is a sum of n products: 2n³"),
+    (lambda n, g: 2 * n**3 / g, "GFLOP/s and flop/s mixed: a rate of gflops GFLOP/s is "
+                                "gflops × 1e9 flops per second, so divide by gflops × 1e9"),
+    (lambda n, g: 2 * n**3 * 1e9 / g, "the 1e9 is on the wrong side: a rate of gflops GFLOP/s "
+                                      "is gflops × 1e9 flops per second, so divide by it"),
+    (lambda n, g: 2 * n**3 / (g * 2**30), "giga in GFLOP/s is 10^9, not 2^30"),
+    (lambda n, g: g * 1e9 / (2 * n**3), "inverted: that is products per second; the time is "
+                                        "flops / rate = 2n³ / (gflops × 1e9)"),
+    (lambda n, g: 2 * n**3 / (g * 1e9) * 1e3, "that is milliseconds; the exercise asks for "
+                                              "seconds"),
+    (lambda n, g: 2 * n**3 / (g * 1e9) * 1e6, "that is microseconds; the exercise asks for "
+                                              "seconds"),
+)
+
+#: The case the exercise's text shows: a 1000×1000 product at 50 GFLOP/s takes 0.04 s.
+VISIBLE_CASE = (1000, 50.0)
+
+
+def check_predict_seconds(predict_seconds) -> None:
+    """``predict_seconds(n, gflops)``: the seconds an n×n matrix product takes at ``gflops``.
+
+    Graded against the model 2n³ / (gflops·1e9) exactly, on the visible case and on sizes and
+    rates drawn from the grader's seed; each way to misread the model is refused by name.
+    """
+    from mlpar.exercises.l01_loops_to_threads import grade_prediction
+
+    name = "Exercise 4 (predict the time of a matrix product)"
+    rng = np.random.default_rng(case_seed(4))
+    sizes = rng.choice(np.arange(50, 4001), size=4, replace=False)
+    rates = np.round(rng.uniform(1.0, 500.0, size=4), 3)
+    cases = [VISIBLE_CASE] + [(int(n), float(g)) for n, g in zip(sizes, rates)]
+    grade_prediction(name, predict_seconds, cases, matmul_seconds_model, _MATMUL_MISREADINGS,
+                     what="the predicted seconds", names=("n", "gflops"))
+    passed(name, f"2n³ / (gflops × 1e9) in {len(cases)} cases; now measure it")
+
+
+def measure_matmul_prediction(predict_seconds, *, gflops: float, n: int = 2000,
+                              threads: int | None = None, seed: int = 0) -> float:
+    """Time an n×n product (``threads`` BLAS threads; ``None``: as set now) and print how far
+    the measurement fell from the prediction at ``gflops`` GFLOP/s, and the likely reasons.
+
+    Timing never grades: this only reports. The prediction used is the student's when it
+    matches the model, else the model's (and it says so). Returns measured / predicted time.
+    """
+    from contextlib import nullcontext
+
+    from threadpoolctl import threadpool_limits
+
+    from mlpar.core import timing, validation
+
+    gflops = validation.positive("gflops", gflops)
+    n = validation.positive_int("n", n, maximum=8000)
+    if threads is not None:
+        threads = validation.positive_int("threads", threads)
+    seed = validation.seed("seed", seed)
+    predicted = matmul_seconds_model(n, gflops)
+    try:
+        got = float(predict_seconds(n, gflops))
+    except Exception:  # noqa: BLE001 - a broken prediction is graded by the check, not here
+        got = float("nan")
+    note = "" if math.isclose(got, predicted, rel_tol=1e-9) else \
+        " (your function's value differs from the model; the model's is used)"
+    rng = np.random.default_rng(seed)
+    A, B = rng.random((n, n)), rng.random((n, n))
+    limit = (threadpool_limits(limits=threads, user_api="blas") if threads is not None
+             else nullcontext())
+    with limit:
+        t = timing.measure(np.matmul, A, B, repeat=3, flops=2 * n**3)
+    ratio = t.best / predicted
+    print(f"predicted {timing.format_seconds(predicted)} for n = {n} at {gflops:.3g} GFLOP/s{note}")
+    print(f"measured  {timing.format_seconds(t.best)} (best of {len(t.times)}, "
+          f"{t.gflops:.3g} GFLOP/s): {ratio:.0%} of the predicted time")
+    if ratio < 0.8:
+        why = ("faster than predicted: the rate you passed in includes fixed costs (waking BLAS's "
+               "threads, packing blocks) that weigh less in a larger product, and BLAS's blocks "
+               "run nearer their peak when there are more of them; or the machine was busier "
+               "when that rate was measured")
+    elif ratio > 1.25:
+        why = ("slower than predicted: other programs were using the cores while it ran, the "
+               "cores clocked down (turbo) over a longer run, or the larger matrices fit the "
+               "caches less well, so BLAS's blocking keeps less of the work in cache")
+    else:
+        why = ("within the noise of a timing (-20%/+25%): once BLAS's blocking runs at full "
+               "speed the rate hardly changes with n, so the time grows as n³")
+    print(f"why: {why}")
+    return ratio

@@ -153,7 +153,7 @@ def test_exercise_3_returning_none_after_a_correct_product_is_named():
 
 
 @pytest.mark.parametrize("check", [ex.check_parallel_sum_of_squares, ex.check_usable_threads,
-                                   ex.check_one_blas_thread])
+                                   ex.check_one_blas_thread, ex.check_predict_seconds])
 @pytest.mark.parametrize("answer", [None, [1, 2], "text", 3])
 def test_a_non_function_or_unfinished_answer_is_a_clear_failure(check, answer):
     with pytest.raises(AssertionError, match="expected a function"):
@@ -170,10 +170,12 @@ def test_a_non_function_or_unfinished_answer_is_a_clear_failure(check, answer):
 
 RIGHT = {"check_parallel_sum_of_squares": reference_sum,
          "check_usable_threads": lambda a, q: a if q is None else max(1, min(a, int(q))),
-         "check_one_blas_thread": one_thread}
+         "check_one_blas_thread": one_thread,
+         "check_predict_seconds": lambda n, g: 2 * n**3 / (g * 1e9)}
 WRONG = {"check_parallel_sum_of_squares": WRONG_SUMS["one task"][0],
          "check_usable_threads": lambda a, q: a,
-         "check_one_blas_thread": no_limit}
+         "check_one_blas_thread": no_limit,
+         "check_predict_seconds": lambda n, g: n**3 / (g * 1e9)}
 
 
 @pytest.mark.parametrize("wrong", list(WRONG))
@@ -185,3 +187,100 @@ def test_one_wrong_exercise_fails_exactly_its_own_check(wrong, capsys):
         except AssertionError:
             failed.append(check)
     assert failed == [wrong]
+
+
+# --- Exercise 4: predict, then measure ------------------------------------------------------
+
+EX4 = "Exercise 4"
+
+
+def predict_seconds(n, gflops):
+    return 2 * n**3 / (gflops * 1e9)
+
+
+def predict_seconds_by_counting(n, gflops):  # correct, written differently: flops over flop/s
+    multiply_adds = n * n * n
+    flops = 2 * multiply_adds
+    return flops / gflops * 1e-9
+
+
+def predict_seconds_numpy(n, gflops):  # a 0-d numpy result is a number too
+    return np.float64(n) ** 3 * np.float64(2e-9) / np.float64(gflops)
+
+
+@pytest.mark.parametrize("solution", [predict_seconds, predict_seconds_by_counting,
+                                      predict_seconds_numpy])
+def test_exercise_4_correct_solutions_pass(solution, capsys):
+    ex.check_predict_seconds(solution)
+    assert capsys.readouterr().out.startswith("✓ Exercise 4")
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda n, g: n**3 / (g * 1e9), "you counted n³ flops"),           # the 2 missing
+    (lambda n, g: 2 * n**2 / (g * 1e9), "you counted 2n² flops"),      # n² work
+    (lambda n, g: n * n / (g * 1e9), "you counted n² flops"),
+    (lambda n, g: 2 * n**3 / g, "GFLOP/s and flop/s mixed"),            # 1e9 missing
+    (lambda n, g: 2 * n**3 * 1e9 / g, "1e9 is on the wrong side"),
+    (lambda n, g: 2 * n**3 / (g * 2**30), "not 2\\^30"),
+    (lambda n, g: g * 1e9 / (2 * n**3), "inverted"),                    # rate / work
+    (lambda n, g: 2 * n**3 / (g * 1e6), "that is milliseconds"),        # ms, not s
+    (lambda n, g: 2e3 * n**3 / (g * 1e9), "that is milliseconds"),
+    (lambda n, g: 2 * n**3 / (g * 1e3), "that is microseconds"),
+    (lambda n, g: 0.04, "does not change with the inputs"),             # the visible case
+    (lambda n, g: 0.04 if n == 1000 else 1.0, r"got 1, expected"),      # only the visible case
+    (lambda n, g: 3 * n**3 / (g * 1e9), r"got .*expected"),             # any other wrong value
+    (lambda n, g: None, "is None; did the function forget"),
+    (lambda n, g: [2 * n**3 / (g * 1e9)], r"has shape \(1,\), expected \(\)"),
+    (lambda n, g: float("nan"), "NaN or infinity"),
+    (lambda n, g: "0.04", "got"),
+    (lambda n, g: 1 / 0, "raised ZeroDivisionError"),
+    (None, "expected a function"),
+    ([1, 2], "expected a function"),
+])
+def test_exercise_4_wrong_solutions_fail(wrong, message):
+    with pytest.raises(AssertionError, match=f"(?s)^{EX4} .*{message}"):
+        ex.check_predict_seconds(wrong)
+
+
+def test_exercise_4_placeholder_says_not_done():
+    def placeholder(n, gflops):
+        raise NotImplementedError
+
+    with pytest.raises(AssertionError, match=f"^{EX4}.*not done yet"):
+        ex.check_predict_seconds(placeholder)
+
+
+def test_exercise_4_cases_move_with_the_grading_seed(monkeypatch):
+    seen = {}
+
+    def spy(n, gflops):
+        seen.setdefault(key, []).append((n, gflops))
+        return predict_seconds(n, gflops)
+
+    for key in ("0", "1"):
+        monkeypatch.setenv("MLPAR_GRADING_SEED", key)
+        ex.check_predict_seconds(spy)
+    assert seen["0"] != seen["1"]
+    assert ex.VISIBLE_CASE in seen["0"] and ex.VISIBLE_CASE in seen["1"]
+
+
+def test_exercise_4_the_measurement_reports_and_never_grades(capsys):
+    for prediction in (predict_seconds, lambda n, g: 0.0):  # a wrong prediction is not graded
+        ratio = ex.measure_matmul_prediction(prediction, gflops=2.0, n=100, threads=1)
+        text = capsys.readouterr().out
+        assert math.isfinite(ratio) and ratio > 0
+        assert "predicted 1 ms for n = 100 at 2 GFLOP/s" in text and "why:" in text
+    assert "the model's is used" in text
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"gflops": -1.0}, ValueError, "gflops"),
+    ({"gflops": float("nan")}, ValueError, "gflops"),
+    ({"gflops": 1.0, "n": 0}, ValueError, "n: expected a positive integer"),
+    ({"gflops": 1.0, "n": 10.5}, TypeError, "n: expected a positive integer"),
+    ({"gflops": 1.0, "threads": 0}, ValueError, "threads"),
+    ({"gflops": 1.0, "seed": -1}, ValueError, "seed"),
+])
+def test_exercise_4_the_measurement_rejects_bad_input(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        ex.measure_matmul_prediction(predict_seconds, **kwargs)
