@@ -221,8 +221,22 @@ def check_predict_seconds(predict_seconds) -> None:
     sizes = rng.choice(np.arange(50, 4001), size=4, replace=False)
     rates = np.round(rng.uniform(1.0, 500.0, size=4), 3)
     cases = [VISIBLE_CASE] + [(int(n), float(g)) for n, g in zip(sizes, rates)]
-    grade_prediction(name, predict_seconds, cases, matmul_seconds_model, _MATMUL_MISREADINGS,
-                     what="the predicted seconds", names=("n", "gflops"))
+    try:
+        grade_prediction(name, predict_seconds, cases, matmul_seconds_model, _MATMUL_MISREADINGS,
+                         what="the predicted seconds", names=("n", "gflops"))
+    except AssertionError as err:
+        # Right on the example the text shows, wrong elsewhere: the example's answer is built in.
+        shown = call(name, predict_seconds, *VISIBLE_CASE)
+        try:
+            right_on_shown = math.isclose(float(shown), matmul_seconds_model(*VISIBLE_CASE),
+                                          rel_tol=1e-9)
+        except (TypeError, ValueError):
+            right_on_shown = False
+        if right_on_shown and " got " in str(err):
+            raise AssertionError(f"{err}; your function is right only for the example in the "
+                                 "text (n=1000, gflops=50): compute the time from n and gflops"
+                                 ) from None
+        raise
     passed(name, f"2n³ / (gflops × 1e9) in {len(cases)} cases; now measure it")
 
 

@@ -227,7 +227,8 @@ def test_exercise_4_correct_solutions_pass(solution, capsys):
     (lambda n, g: 2e3 * n**3 / (g * 1e9), "that is milliseconds"),
     (lambda n, g: 2 * n**3 / (g * 1e3), "that is microseconds"),
     (lambda n, g: 0.04, "does not change with the inputs"),             # the visible case
-    (lambda n, g: 0.04 if n == 1000 else 1.0, r"got 1, expected"),      # only the visible case
+    (lambda n, g: 0.04 if n == 1000 else 1.0, r"got 1, expected .*right only for the example"),
+    (lambda n, g: 0.04 if n == 1000 else 2 * n**3 / g, "right only for the example"),
     (lambda n, g: 3 * n**3 / (g * 1e9), r"got .*expected"),             # any other wrong value
     (lambda n, g: None, "is None; did the function forget"),
     (lambda n, g: [2 * n**3 / (g * 1e9)], r"has shape \(1,\), expected \(\)"),
