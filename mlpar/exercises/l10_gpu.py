@@ -215,6 +215,9 @@ OFFLOAD_MISREADINGS = (
     (_misread(lambda c, k: (c + k) / 8), _BITS),
     (_misread(lambda c, k: (c + k) / _GIB), _GIBS),
     (_misread(lambda c, k: (c + k) * _GIB), _GIBS),
+    (lambda n, itemsize, link, device: offload_model(n, 1, link, device),
+     "itemsize left out: n elements of itemsize bytes are n·itemsize bytes, and rates in "
+     "GB/s divide bytes"),
     (_misread(lambda c, k: c / 3 + k),
      "only one array crossed the link in your prediction; x and y go to the device and x·y "
      "comes back: three arrays of n·itemsize bytes"),

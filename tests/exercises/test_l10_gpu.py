@@ -250,6 +250,7 @@ def _bytes(n, s):
      "bits and bytes mixed"),
     (lambda n, s, w, d: 8 * _bytes(n, s) * (1 / w + 1 / d) / 1e9, "bits and bytes mixed"),
     (lambda n, s, w, d: _bytes(n, s) * (1 / w + 1 / d) / 2**30, "GB and GiB mixed"),
+    (lambda n, s, w, d: 3 * n * (1 / w + 1 / d) / 1e9, "itemsize left out"),
     (lambda n, s, w, d: n * s / (w * 1e9) + _bytes(n, s) / (d * 1e9),
      "only one array crossed the link"),
     (lambda n, s, w, d: 2 * n * s / (w * 1e9) + _bytes(n, s) / (d * 1e9),
