@@ -377,7 +377,7 @@ def plot_memory_vs_bubble(runs: dict, ax=None):
         ax.scatter(r.peak_bytes.max(), r.bubble_over_ideal, s=190 - 26 * k, marker=marker,
                    facecolors="none", edgecolors=colours[k % len(colours)], linewidths=1.6,
                    label=label, zorder=3 + k)
-    ax.set_xlabel("peak memory of the busiest device [layer activations]")
+    ax.set_xlabel("peak memory, busiest device\n[layer activations]")  # two lines: fits a narrow panel
     ax.set_ylabel("bubble / ideal time")
     ax.margins(0.15)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
