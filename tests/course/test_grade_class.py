@@ -20,7 +20,7 @@ from mlpar.course.grading.report import FLAGS
 from mlpar.course.student_edition import build
 
 LESSON = "00_index"
-EXERCISES = ["parallel_sum_of_squares", "usable_threads", "one_blas_thread"]
+EXERCISES = ["parallel_sum_of_squares", "usable_threads", "one_blas_thread", "predict_seconds"]
 SEED = 424242  # the grader's per-run seed: the checks' arrays differ from the lesson's
 TIMEOUT = 20
 
@@ -41,9 +41,13 @@ def usable_threads(affinity, quota):
 def matmul_one_blas_thread(A, B):
     with threadpool_limits(1, "blas"):
         return np.matmul(A, B)''',
+    "predict_seconds": '''\
+def predict_seconds(n, gflops):
+    work = 2.0 * n * n * n  # flops of an n×n product
+    return work / (gflops * 1e9)''',
 }
 FUNCTION = {"parallel_sum_of_squares": "parallel_sum_of_squares", "usable_threads": "usable_threads",
-            "one_blas_thread": "matmul_one_blas_thread"}
+            "one_blas_thread": "matmul_one_blas_thread", "predict_seconds": "predict_seconds"}
 
 
 def _visible_sums() -> dict:
@@ -197,27 +201,26 @@ def matmul_one_blas_thread(A, B):
 
 PASS, FAIL = 1, 0
 EXPECTED = {  # student -> per exercise: (passed, flags, words the message must contain)
-    "honest": [(PASS, "", ""), (PASS, "", ""), (PASS, "", "")],
-    "colab_reordered": [(PASS, "", ""), (PASS, "", ""), (PASS, "", "")],
-    "untouched": [(FAIL, "", "not done yet")] * 3,
-    "partial": [(FAIL, "", "not done yet"), (PASS, "", ""), (FAIL, "", "not done yet")],
-    "checks_deleted": [(PASS, "edited_cells", ""), (FAIL, "edited_cells", "not done yet"),
-                       (FAIL, "edited_cells", "not done yet")],
-    "checks_pass": [(FAIL, "edited_cells", "not done yet")] * 3,
-    "monkeypatched_check": [(FAIL, "tampering", "not done yet")] * 3,
-    "patched_numpy": [(FAIL, "tampering", "expected")] + [(FAIL, "tampering", "not done yet")] * 2,
-    "patched_builtins": [(FAIL, "tampering", "unbalanced")] + [(FAIL, "tampering", "not done yet")] * 2,
-    "hard_coded": [(FAIL, "", "expected")] + [(FAIL, "", "not done yet")] * 2,
+    "honest": [(PASS, "", "")] * 4,
+    "colab_reordered": [(PASS, "", "")] * 4,
+    "untouched": [(FAIL, "", "not done yet")] * 4,
+    "partial": [(FAIL, "", "not done yet"), (PASS, "", ""), (FAIL, "", "not done yet"),
+                (FAIL, "", "not done yet")],
+    "checks_deleted": [(PASS, "edited_cells", "")] + [(FAIL, "edited_cells", "not done yet")] * 3,
+    "checks_pass": [(FAIL, "edited_cells", "not done yet")] * 4,
+    "monkeypatched_check": [(FAIL, "tampering", "not done yet")] * 4,
+    "patched_numpy": [(FAIL, "tampering", "expected")] + [(FAIL, "tampering", "not done yet")] * 3,
+    "patched_builtins": [(FAIL, "tampering", "unbalanced")] + [(FAIL, "tampering", "not done yet")] * 3,
+    "hard_coded": [(FAIL, "", "expected")] + [(FAIL, "", "not done yet")] * 3,
     "extra_helper": [(FAIL, "extra_cells", "not done yet"), (FAIL, "extra_cells", "NameError"),
-                     (FAIL, "extra_cells", "not done yet")],
+                     (FAIL, "extra_cells", "not done yet"), (FAIL, "extra_cells", "not done yet")],
     "infinite_loop": [(PASS, "", ""), (FAIL, "timeout", f"ran past the {TIMEOUT / 4:g} s limit of one step"),
-                      (PASS, "", "")],
-    "stubborn_loop": [(PASS, "", ""), (FAIL, "timeout", f"{TIMEOUT} s wall-clock limit"),
-                      (FAIL, "timeout", f"{TIMEOUT} s wall-clock limit")],
-    "memory_bomb": [(PASS, "", ""), (PASS, "", ""), (FAIL, "memory", "address-space limit")],
-    "os_exit": [(PASS, "tampering", ""), (FAIL, "crashed;tampering", "exited with code 0"),
-                (FAIL, "crashed;tampering", "exited with code 0")],
-    "segfault": [(PASS, "tampering", ""), (PASS, "tampering", ""), (FAIL, "crashed;tampering", "SIGSEGV")],
+                      (PASS, "", ""), (PASS, "", "")],
+    "stubborn_loop": [(PASS, "", "")] + [(FAIL, "timeout", f"{TIMEOUT} s wall-clock limit")] * 3,
+    "memory_bomb": [(PASS, "", ""), (PASS, "", ""), (FAIL, "memory", "address-space limit"), (PASS, "", "")],
+    "os_exit": [(PASS, "tampering", "")] + [(FAIL, "crashed;tampering", "exited with code 0")] * 3,
+    "segfault": [(PASS, "tampering", ""), (PASS, "tampering", "")]
+                + [(FAIL, "crashed;tampering", "SIGSEGV")] * 2,
 }
 ERRORS = {"eve": "not valid JSON", "mallory": "matches no lesson"}
 
@@ -272,9 +275,9 @@ def test_summary_and_feedback(graded):
     root, _, out, _ = graded
     with open(out.with_name("grades_summary.csv"), newline="") as f:
         summary = {r["student"]: r for r in csv.DictReader(f)}
-    assert summary["honest"][LESSON] == "3" and summary["honest"]["total"] == "3"
+    assert summary["honest"][LESSON] == "4" and summary["honest"]["total"] == "4"
     assert summary["partial"]["total"] == "1" and summary["untouched"]["total"] == "0"
-    assert summary["eve"]["total"] == "0" and summary["honest"]["possible"] == "3"
+    assert summary["eve"]["total"] == "0" and summary["honest"]["possible"] == "4"
     text = (root / "feedback" / "monkeypatched_check.md").read_text()
     assert "not done yet" in text and "`tampering`" in text and "exercises.check_" in text
 
