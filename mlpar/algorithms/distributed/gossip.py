@@ -168,6 +168,20 @@ def local_gradients(X, y, bounds, models) -> np.ndarray:
     return np.add.reduceat(X * r[:, None], bounds[:-1], axis=0) * (len(models) / len(y))
 
 
+def node_data(X, y, n: int, *, heterogeneous: bool = True):
+    """``(X, y, parts)``: the data checked (shapes, NaN and infinity named by position) and cut
+    into one slice per node, sorted by target where ``heterogeneous`` (``heterogeneous_split``)
+    or in even contiguous shards otherwise. Called before any node or actor starts."""
+    if validation.flag("heterogeneous", heterogeneous):
+        return heterogeneous_split(X, y, n)
+    X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
+    y = validation.array("y", y, ndim=1, dtype=np.float64)
+    validation.same_length("X", X, "y", y)
+    validation.finite_data("X", X)
+    validation.finite_data("y", y)
+    return X, y, splits.shards(len(y), n)
+
+
 def dpsgd(X, y, W, *, lr: float = 0.5, n_rounds: int = 100, cost: CostModel | None = None,
           heterogeneous: bool = True, message_bytes: int | None = None,
           duplex: bool = True, label: str = "D-PSGD") -> GossipResult:
@@ -186,15 +200,7 @@ def dpsgd(X, y, W, *, lr: float = 0.5, n_rounds: int = 100, cost: CostModel | No
     lr = validation.positive("lr", lr)
     n_rounds = limits.rounds("n_rounds", n_rounds)
     label = validation.text("label", label)
-    if heterogeneous:
-        X, y, parts = heterogeneous_split(X, y, n)
-    else:
-        X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
-        y = validation.array("y", y, ndim=1, dtype=np.float64)
-        validation.same_length("X", X, "y", y)
-        validation.finite_data("X", X)
-        validation.finite_data("y", y)
-        parts = splits.shards(len(y), n)
+    X, y, parts = node_data(X, y, n, heterogeneous=heterogeneous)
     bounds = np.array([s.start for s in parts] + [parts[-1].stop])
     sizes = np.diff(bounds)
     nbytes = 8 * X.shape[1] if message_bytes is None else validation.integer(

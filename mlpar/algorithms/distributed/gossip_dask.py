@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlpar.algorithms.distributed import gossip, topologies
-from mlpar.core import limits, splits, validation
+from mlpar.core import limits, validation
 
 PICKLE_OVERHEAD = len(pickle.dumps(np.zeros(1), protocol=5)) - 8  # header bytes per array sent
 
@@ -203,16 +203,7 @@ def gossip_nodes(client, X, y, W, *, heterogeneous: bool = True, timeout: float 
     timeout = validation.positive("timeout", timeout)
     W = topologies.check_mixing(W)
     n = len(W)
-    if heterogeneous:  # checks X and y, NaN included, before any actor starts
-        gossip.heterogeneous_split(X, y, n)
-    else:
-        X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1)
-        y = validation.array("y", y, ndim=1, dtype=np.float64)
-        validation.same_length("X", X, "y", y)
-        validation.finite_data("X", X)
-        validation.finite_data("y", y)
-    X, y, parts = (gossip.heterogeneous_split(X, y, n) if heterogeneous
-                   else (X, y, splits.shards(len(y), n)))
+    X, y, parts = gossip.node_data(X, y, n, heterogeneous=heterogeneous)  # before any actor starts
     workers = sorted(client.scheduler_info()["workers"])
     futures = [client.submit(GossipNode, i, n, X[s], y[s], n / len(y), actor=True,
                              workers=[workers[i % len(workers)]], pure=False)
