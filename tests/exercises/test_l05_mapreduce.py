@@ -234,20 +234,15 @@ def test_wrong_best_workers_are_rejected(case):
     assert message in str(info.value)
 
 
-def test_each_exercise_is_graded_on_its_own():
+def test_each_exercise_is_graded_on_its_own(graded_alone):
     # Issue 25 item 3: one exercise wrong and the rest right fails exactly that check.
     right = {ex.check_mapreduce_gradient: good_gradient, ex.check_round_time: good_round_time,
              ex.check_simulate_round: good_simulate_round, ex.check_best_workers: good_best}
     wrong = {ex.check_mapreduce_gradient: _whole, ex.check_round_time: WRONG_ROUNDS["link-bound only"],
              ex.check_simulate_round: _worker_order, ex.check_best_workers: WRONG_BEST["no square root"][0]}
+    cases = {check: (check, right[check], wrong[check]) for check in right}
     for broken in right:
-        failed = []
-        for check, solution in right.items():
-            try:
-                check(wrong[check] if check is broken else solution)
-            except AssertionError:
-                failed.append(check)
-        assert failed == [broken]
+        assert list(graded_alone(cases, broken)) == [broken]
 
 
 def test_grading_seed_changes_the_cases(monkeypatch):

@@ -248,21 +248,16 @@ def test_pipeline_speedup_wrong_solutions_fail(wrong):
     assert match in str(info.value)
 
 
-def test_each_exercise_is_graded_on_its_own():
+def test_each_exercise_is_graded_on_its_own(graded_alone):
     # Issue 25 item 3: one exercise wrong and the rest right fails exactly that check.
     right = {ex.check_gpipe_prediction: gpipe_prediction, ex.check_one_f_one_b_order: one_f_one_b,
              ex.check_convolve_tile: convolve_tile, ex.check_pipeline_speedup: speedup}
     wrong = {ex.check_gpipe_prediction: WRONG_GPIPE["bubble over ideal"][0],
              ex.check_one_f_one_b_order: WRONG_ORDERS[next(iter(WRONG_ORDERS))][0],
              ex.check_convolve_tile: no_halo, ex.check_pipeline_speedup: WRONG_SPEEDUPS["off by one"][0]}
+    cases = {check: (check, right[check], wrong[check]) for check in right}
     for broken in right:
-        failed = []
-        for check, solution in right.items():
-            try:
-                check(wrong[check] if check is broken else solution)
-            except AssertionError:
-                failed.append(check)
-        assert failed == [broken]
+        assert list(graded_alone(cases, broken)) == [broken]
 
 
 def test_grading_seed_adds_other_cases(monkeypatch):

@@ -364,3 +364,22 @@ def test_every_listed_misreading_is_recognised_with_its_own_message(index):
     with pytest.raises(AssertionError) as err:
         ex.check_offload_prediction(misread)
     assert str(err.value).endswith(why)
+
+
+# --- each exercise graded on its own (issue 25 item 3) -------------------------------------
+# Exercise 2 (the kernel) runs in its own interpreter above; it shares nothing with these.
+
+ALONE = {
+    "grid_stride": (ex.check_grid_stride_indices, gpu.grid_stride_indices,
+                    lambda t, b, bd, gd, n: list(range(t, n, bd * gd))),
+    "tile": (ex.check_largest_tile, gpu.largest_tile, lambda shared, itemsize: 32),
+    "break_even": (ex.check_break_even_intensity, gpu.break_even_intensity,
+                   lambda cpu, dev, link: cpu / link if dev > cpu else math.inf),
+    "offload": (ex.check_offload_prediction, ex.offload_model,
+                lambda n, s, w, d: 3 * n * s / (w * 1e9)),
+}
+
+
+@pytest.mark.parametrize("wrong", list(ALONE))
+def test_one_wrong_exercise_fails_exactly_its_own_check(wrong, capsys, graded_alone):
+    assert list(graded_alone(ALONE, wrong)) == [wrong]
