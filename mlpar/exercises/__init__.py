@@ -10,6 +10,7 @@ inside the student's function all end in that same ``AssertionError``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -126,3 +127,73 @@ def expect(exercise: str, condition: bool, message: str) -> None:
 def passed(exercise: str, detail: str = "") -> None:
     """Print the one line a student sees when the check passes."""
     print(f"✓ {exercise} passed" + (f": {detail}" if detail else ""))
+
+
+def close_enough(a: float, b: float) -> bool:
+    """Equal as a model's answer computed another way may be: 1e-9 relative, 1e-12 absolute."""
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def grade_prediction(name: str, func, cases, model, misreadings, *, what: str,
+                     names: tuple[str, ...]) -> None:
+    """Grade a prediction function against the lesson's model, exactly.
+
+    ``cases``: tuples of arguments; ``model(*case)``: the right answer; ``misreadings``:
+    ``(wrong_model, why)`` pairs, each a way to misread the model, recognised by its value and
+    refused with ``why``. Any other wrong value is refused with the expected one. ``names``:
+    the arguments' names, to say which case failed.
+    """
+    got, labels = [], []
+    for case in cases:
+        inputs = ", ".join(f"{k}={fmt(v)}" for k, v in zip(names, case, strict=True))
+        value = call(name, func, *case)
+        got.append(float(as_array(name, value, what=f"{what} for {inputs}", shape=())))
+        labels.append(inputs)
+    wrong = [i for i, case in enumerate(cases) if not close_enough(got[i], model(*case))]
+    if not wrong:
+        return
+    first = wrong[0]
+    head = (f"{name}: for {labels[first]} got {fmt(got[first])}, expected "
+            f"{fmt(model(*cases[first]))}")
+    # A misreading is recognised only when it explains every case, not one by coincidence.
+    for misread, why in misreadings:
+        if all(close_enough(g, misread(*case)) for g, case in zip(got, cases, strict=True)):
+            raise AssertionError(f"{head}: {why}")
+    if len(set(got)) == 1 and len(cases) > 1:
+        raise AssertionError(f"{head}: your prediction does not change with the inputs; "
+                             "compute it from the arguments")
+    raise AssertionError(head)
+
+
+def number(got) -> float | None:
+    """``got`` as a float when it is one real number (not a bool), else None."""
+    if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, float, np.integer, np.floating)):
+        return None
+    return float(got)
+
+
+def refuse_unless_close(name: str, where: str, got, expected: float, misreadings, hint: str, *,
+                        rel_tol: float, abs_tol: float = 0.0, show_type: bool = False) -> None:
+    """Fail unless ``got`` is one number close to ``expected``; say which misreading it is.
+
+    ``where``: the case, as the message reads it (``"for a single row"``, ``"m = 8:"``);
+    ``misreadings``: ``(wrong value, why)`` pairs for this case; ``hint`` when none matches.
+    ``show_type``: name the type of an answer that is not a number.
+    """
+    value = number(got)
+    if value is not None and math.isclose(value, expected, rel_tol=rel_tol, abs_tol=abs_tol):
+        return
+    shown = fmt(got) if value is not None or not show_type else f"{type(got).__name__} {fmt(got)}"
+    message = f"{name}: {where} you returned {shown}, expected {fmt(expected)}."
+    if got is None:
+        message += " Did the function forget to `return`?"
+    elif value is None:
+        message += " Return one number."
+    else:
+        for wrong, why in misreadings:
+            if math.isclose(value, wrong, rel_tol=rel_tol, abs_tol=abs_tol):
+                message += f" {why}"
+                break
+        else:
+            message += f" {hint}"
+    raise AssertionError(message)

@@ -214,7 +214,7 @@ def check_predict_seconds(predict_seconds) -> None:
     Graded against the model 2n³ / (gflops·1e9) exactly, on the visible case and on sizes and
     rates drawn from the grader's seed; each way to misread the model is refused by name.
     """
-    from mlpar.exercises.l01_loops_to_threads import grade_prediction
+    from mlpar.exercises import grade_prediction
 
     name = "Exercise 4 (predict the time of a matrix product)"
     rng = np.random.default_rng(case_seed(4))

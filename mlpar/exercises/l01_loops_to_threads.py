@@ -14,7 +14,18 @@ import warnings
 import numpy as np
 from numba import njit, prange
 
-from mlpar.exercises import as_array, call, case_seed, expect, expect_close, fmt, passed, structure
+from mlpar.exercises import (
+    as_array,
+    call,
+    case_seed,
+    close_enough,
+    expect,
+    expect_close,
+    fmt,
+    grade_prediction,
+    passed,
+    structure,
+)
 
 #: Lengths every check tries: empty, tiny, odd, and long enough to split over threads.
 LENGTHS = (0, 1, 2, 3, 7, 1000, 100_003)
@@ -128,41 +139,6 @@ def check_chunked_sum(chunked_sum) -> None:
 
 # --- Exercise 4: predict, then measure ------------------------------------------------------
 
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-
-
-def grade_prediction(name: str, func, cases, model, misreadings, *, what: str,
-                     names: tuple[str, ...]) -> None:
-    """Grade a prediction function against the lesson's model, exactly.
-
-    ``cases``: tuples of arguments; ``model(*case)``: the right answer; ``misreadings``:
-    ``(wrong_model, why)`` pairs, each a way to misread the model, recognised by its value and
-    refused with ``why``. Any other wrong value is refused with the expected one. ``names``:
-    the arguments' names, to say which case failed.
-    """
-    got, labels = [], []
-    for case in cases:
-        inputs = ", ".join(f"{k}={fmt(v)}" for k, v in zip(names, case, strict=True))
-        value = call(name, func, *case)
-        got.append(float(as_array(name, value, what=f"{what} for {inputs}", shape=())))
-        labels.append(inputs)
-    wrong = [i for i, case in enumerate(cases) if not _close(got[i], model(*case))]
-    if not wrong:
-        return
-    first = wrong[0]
-    head = (f"{name}: for {labels[first]} got {fmt(got[first])}, expected "
-            f"{fmt(model(*cases[first]))}")
-    # A misreading is recognised only when it explains every case, not one by coincidence.
-    for misread, why in misreadings:
-        if all(_close(g, misread(*case)) for g, case in zip(got, cases, strict=True)):
-            raise AssertionError(f"{head}: {why}")
-    if len(set(got)) == 1 and len(cases) > 1:
-        raise AssertionError(f"{head}: your prediction does not change with the inputs; "
-                             "compute it from the arguments")
-    raise AssertionError(head)
-
-
 #: Flops and bytes counted per element of axpy ``out[i] = a·x[i] + y[i]`` (write-allocate).
 AXPY_FLOPS = 2
 AXPY_BYTES = 32
@@ -236,7 +212,7 @@ def measure_axpy_prediction(predict_axpy_gflops, *, bandwidth_gbps: float, array
         got = float(predict_axpy_gflops(bandwidth_gbps))
     except Exception:  # noqa: BLE001 - a broken prediction is graded by the check, not here
         got = float("nan")
-    if not _close(got, predicted):
+    if not close_enough(got, predicted):
         note = " (your function's value differs from the model; the model's is used)"
     n = x.shape[0]
     t = timing.measure(_reference_axpy, 2.5, x, y, out, repeat=5,

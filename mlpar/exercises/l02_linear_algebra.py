@@ -207,7 +207,7 @@ def check_blocked_prediction(predict_blocked_gflops) -> None:
     GFLOP/s for the blocked loop with B past the cache. Graded against the model exactly, in
     both regimes (under the memory slope and under the compute roof); each way to misread it
     is refused by name."""
-    from mlpar.exercises.l01_loops_to_threads import grade_prediction
+    from mlpar.exercises import grade_prediction
 
     name = "Exercise 5 (predict the blocked loop from the roofline)"
     rng = np.random.default_rng(case_seed(25))

@@ -13,7 +13,17 @@ import numpy as np
 from mlpar.algorithms.sgd.conflicts import MIN_CONCURRENT_WRITES, ConflictCount, stale_rate_model
 from mlpar.algorithms.sgd.sparse_data import make_sparse_problem, sparsity_from_csr
 from mlpar.algorithms.sgd.sparse_logistic import logistic_loss
-from mlpar.exercises import as_array, call, case_seed, expect, expect_close, fmt, passed
+from mlpar.exercises import (
+    as_array,
+    call,
+    case_seed,
+    expect,
+    expect_close,
+    fmt,
+    number,
+    passed,
+    refuse_unless_close,
+)
 
 
 def _pattern(rows, n_features):
@@ -47,12 +57,6 @@ def _patterns():
         30, 12, 0.3, case_seed(12))
 
 
-def _number(got) -> float | None:
-    if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, float, np.integer, np.floating)):
-        return None
-    return float(got)
-
-
 def _meets(indptr, indices, n_features):
     """Per non-empty row: rows met (itself included), and met counting once per shared column."""
     sizes = np.diff(indptr)
@@ -66,23 +70,8 @@ def _meets(indptr, indices, n_features):
 
 def _diagnose(name, case, got, expected, misreadings, hint):
     """Fail with what the answer looks like, if it matches a known misreading."""
-    value = _number(got)
-    if value is not None and math.isclose(value, expected, rel_tol=1e-12, abs_tol=1e-15):
-        return
-    shown = fmt(got) if value is not None else f"{type(got).__name__} {fmt(got)}"
-    message = f"{name}: for {case} you returned {shown}, expected {fmt(expected)}."
-    if got is None:
-        message += " Did the function forget to `return`?"
-    elif value is None:
-        message += " Return one number."
-    else:
-        for wrong, why in misreadings:
-            if math.isclose(value, wrong, rel_tol=1e-12, abs_tol=1e-15):
-                message += f" {why}"
-                break
-        else:
-            message += f" {hint}"
-    raise AssertionError(message)
+    refuse_unless_close(name, f"for {case}", got, expected, misreadings, hint,
+                        rel_tol=1e-12, abs_tol=1e-15, show_type=True)
 
 
 def check_delta(delta) -> None:
@@ -197,7 +186,7 @@ def compare_with_measurement(predict, measured: ConflictCount) -> str:
     if not isinstance(measured, ConflictCount):
         raise TypeError(f"measured: expected a ConflictCount, got {type(measured).__name__}")
     d = measured.actual_density
-    predicted = _number(call(PREDICT, predict, d, measured.threads))
+    predicted = number(call(PREDICT, predict, d, measured.threads))
     head = (f"measured on {measured.threads} threads at actual density {d:.3g} "
             f"(nominal {measured.density:g}): ")
     if predicted is None:

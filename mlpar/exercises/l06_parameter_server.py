@@ -13,7 +13,17 @@ from mlpar.algorithms.distributed.mapreduce import place_shards
 from mlpar.cluster.cost_model import CostModel
 from mlpar.cluster.engines import SimulatedEngine
 from mlpar.core import seeding, splits
-from mlpar.exercises import as_array, call, case_seed, expect, expect_close, fmt, passed
+from mlpar.exercises import (
+    as_array,
+    call,
+    case_seed,
+    expect,
+    expect_close,
+    fmt,
+    number,
+    passed,
+    refuse_unless_close,
+)
 
 
 def harmonic(m: int) -> float:
@@ -31,29 +41,8 @@ def sync_async_ratio_model(m: int) -> float:
     return (1.0 + harmonic(m)) / 2.0
 
 
-def _number(got):
-    if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, float, np.integer, np.floating)):
-        return None
-    return float(got)
-
-
 def _refuse(name, case, got, expected, misreadings, hint):
-    value = _number(got)
-    if value is not None and math.isclose(value, expected, rel_tol=1e-9):
-        return
-    message = f"{name}: {case}: you returned {fmt(got)}, expected {fmt(expected)}."
-    if got is None:
-        message += " Did the function forget to `return`?"
-    elif value is None:
-        message += " Return one number."
-    else:
-        for wrong, why in misreadings:
-            if math.isclose(value, wrong, rel_tol=1e-9):
-                message += f" {why}"
-                break
-        else:
-            message += f" {hint}"
-    raise AssertionError(message)
+    refuse_unless_close(name, f"{case}:", got, expected, misreadings, hint, rel_tol=1e-9)
 
 
 RATIO = "Exercise 1 (predict sync ÷ async from H_m)"
@@ -108,7 +97,7 @@ def compare_ratio(predict, measured) -> str:
     else:
         raise TypeError("measured: expected (sync_run, async_run), two PSResults of "
                         f"parameter_server.train, got {type(measured).__name__}")
-    predicted = _number(call(RATIO, predict, m))
+    predicted = number(call(RATIO, predict, m))
     if predicted is None:
         return f"m = {m}: your function did not return a number"
     text = (f"m = {m}: measured sync ÷ async = {ratio:.3g}, your prediction {predicted:.3g} "
@@ -134,7 +123,7 @@ def _scaled_run(step_rule, name: str, lr: float):
     class Scaled(parameter_server.Server):
         def step_size(self, delay):
             got = call(name, step_rule, self.lr, delay)
-            value = _number(got)
+            value = number(got)
             if value is None:
                 arr = as_array(name, got, what=f"the step for delay {delay}")
                 expect(name, arr.size == 1, f"for one delay ({delay}) return one step, got "
@@ -186,7 +175,7 @@ def check_delay_step(delay_step) -> None:
         _refuse(STEP, f"lr = {lr:g}, delay = {d}", got, lr / (1 + d), misreadings,
                 "Return lr / (1 + delay).")
     got = call(STEP, delay_step, lr, delays.copy())
-    if _number(got) is not None:
+    if number(got) is not None:
         raise AssertionError(f"{STEP}: for an array of {delays.size} delays you returned one "
                              f"number ({fmt(got)}); return one step per delay (numpy "
                              "arithmetic on the array does it)")

@@ -255,7 +255,7 @@ def check_offload_prediction(predict_offload_seconds) -> None:
     seconds for an elementwise product, graded against :func:`offload_model` exactly, at
     random sizes and rates; each misreading (bits, GiB, copies miscounted, ...) is refused by name.
     """
-    from mlpar.exercises.l01_loops_to_threads import grade_prediction
+    from mlpar.exercises import grade_prediction
 
     name = "Exercise 5 (predict the offload of a product)"
     rng = np.random.default_rng(case_seed(10))
