@@ -9,6 +9,10 @@ The session as a whole (unit tests and notebooks alike) is checked by the reposi
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -50,3 +54,21 @@ def engine_factory(request):
 def process_census():
     """``(children, assert_no_new_children)``: take a census before, check after."""
     return children, assert_no_new_children
+
+
+def run_fresh_python(script: str, *, timeout: float = 600) -> dict:
+    """Run ``script`` in a fresh interpreter (numba's CUDA choice is made at its first import,
+    which this test process may already have made) without ``NUMBA_ENABLE_CUDASIM``, so the
+    script picks the GPU where there is one; return the JSON it printed after ``RESULT ``."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
+@pytest.fixture(scope="session")
+def fresh_python():
+    """``run_fresh_python`` as a fixture (test modules load in importlib mode)."""
+    return run_fresh_python

@@ -4,11 +4,7 @@ The kernel exercise runs in a fresh interpreter on numba's CUDA simulator (chose
 is imported there), whatever this test process imported before.
 """
 
-import json
 import math
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -186,13 +182,8 @@ KERNELS = textwrap.dedent('''
 
 
 @pytest.fixture(scope="module")
-def kernel_results():
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    done = subprocess.run([sys.executable, "-c", KERNELS], capture_output=True, text=True,
-                          env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
+def kernel_results(fresh_python):
+    return fresh_python(KERNELS, timeout=300)
 
 
 @pytest.mark.parametrize("name", ["grid_stride", "while_loop"])

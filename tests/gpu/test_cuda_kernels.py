@@ -5,10 +5,6 @@ imported numba for other tests; so one fresh interpreter runs every kernel (tiny
 simulator runs each CUDA thread as a Python thread) and reports back as JSON.
 """
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -161,13 +157,8 @@ SCRIPT = textwrap.dedent('''
 
 
 @pytest.fixture(scope="module")
-def results():
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                          env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
+def results(fresh_python):
+    return fresh_python(SCRIPT, timeout=600)
 
 
 def test_runs_on_the_simulator(results):

@@ -5,10 +5,6 @@ the simulator machines); on a GPU they run in a fresh interpreter that chooses t
 before numba is imported (pytest may already have imported numba for other tests).
 """
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -68,13 +64,8 @@ SCRIPT = textwrap.dedent('''
 
 
 @pytest.fixture(scope="module")
-def results():
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                          env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
+def results(fresh_python):
+    return fresh_python(SCRIPT, timeout=600)
 
 
 def test_kernels_equal_numpy_on_the_gpu(results):
