@@ -84,8 +84,9 @@ def memory_bound_work_gains_less(quick: bool = False, *, scaling=None):
     """The memory-bound product gains from threads at most ``SPEEDUP_SHARE`` (80%) of what
     compute-bound horner gains, on the same thread counts.
 
-    A relative claim: on a 2-core laptop the product may gain 1.3× and horner 2×; on a
-    16-core server 6× and 15×. Both gain, but memory saturates before the cores run out.
+    A relative claim, because the absolute gains depend on the machine: with more cores both
+    kernels gain more, but the product stops when memory saturates while horner keeps scaling
+    with the cores (``measure_thread_scaling`` shows both on the machine it runs on).
     Does not apply where the arrays cannot exceed the cache (they would scale like compute).
     """
     quick = validation.flag("quick", quick)
