@@ -11,6 +11,7 @@ import pytest
 
 from mlpar.claims import l03_model_selection as l03
 from mlpar.claims import l04_hogwild as l04
+from mlpar.core import environment
 from mlpar.core.claims import Claim
 
 
@@ -121,8 +122,11 @@ def test_lesson_03_process_claims_do_not_apply_without_process_semaphores(monkey
         assert claim.held is None and "/dev/shm" in claim.not_applicable
 
 
-def test_lock_free_claim_reads_the_lessons_own_table():
+def test_lock_free_claim_reads_the_lessons_own_table(monkeypatch):
     from types import SimpleNamespace
+
+    # The claim needs two usable cores; fake them, so the table is judged on a 1-core host too.
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
 
     def run(variant, threads, rate):
         return SimpleNamespace(variant=variant, threads=threads, updates_per_second=rate)
@@ -134,3 +138,13 @@ def test_lock_free_claim_reads_the_lessons_own_table():
     assert l04.lock_free_beats_locked(runs=slow).held is False
     with pytest.raises(ValueError, match="runs: expected SGDRun results including the locked"):
         l04.lock_free_beats_locked(runs=[run("serial", 1, 5e6)])
+
+
+def test_lock_free_claim_does_not_apply_on_one_core(monkeypatch):
+    from types import SimpleNamespace
+
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=1")
+    table = [SimpleNamespace(variant=v, threads=2, updates_per_second=r)
+             for v, r in (("locked", 4e6), ("lock-free", 1e7))]
+    claim = l04.lock_free_beats_locked(runs=table)
+    assert claim.held is None and "usable cores" in claim.not_applicable
