@@ -128,10 +128,17 @@ def kernel_thread_speedup(n: int, *, d: int = 16, repeat: int = 5, seed: int = 0
 
 def column_split_costs(ns=(2_000, 20_000, 200_000), *, d: int = 2, repeat: int = 20,
                        seed: int = 0) -> list[dict]:
-    """What splitting one SMO step's kernel column over threads gains, by n: the best time of
-    one column ``K(X, x_0)`` (n entries) computed on one thread and on 2 (numba's ``prange``
-    over the n rows), timed in turn after a warm-up. At small n the column takes microseconds
-    and waking threads costs as much; at large n the column is long enough to split."""
+    """What splitting one SMO step's kernel column over threads gains, by n: one column
+    ``K(X, x_0)`` (n entries) computed by the same compiled loop (``_gram_parallel``, numba's
+    ``prange`` over the n rows) on one thread and on 2, timed in turn after a warm-up.
+
+    The same compiled function on both sides matters: numba compiles a ``prange`` loop and a
+    plain loop differently, so timing a serial build against a parallel one measures code
+    generation as much as threads. Each row carries the best of each and the spread of the
+    per-pair ratios (``ratios``: one thread's time over two threads' in the same pair), which
+    shows whether one bad moment or the machine set the figure. At small n the column takes
+    microseconds and waking threads costs as much; at large n the column is long enough to
+    split."""
     if isinstance(ns, (str, bytes)) or not hasattr(ns, "__iter__"):
         raise TypeError(f"ns: expected a sequence of sizes, got {type(ns).__name__}")
     ns = [validation.positive_int("ns", n, maximum=10**7) for n in ns]
@@ -148,19 +155,20 @@ def column_split_costs(ns=(2_000, 20_000, 200_000), *, d: int = 2, repeat: int =
         out = np.empty((n, 1))
 
         def column(k, X=X, x0=x0, out=out):
-            # The compiled loops themselves, as a solver's step would call them: no Python
-            # argument checks inside the timed region.
-            run = kernels._gram_parallel if k > 1 else kernels._gram_serial
+            # The compiled loop itself, as a solver's step would call it: no Python argument
+            # checks inside the timed region, and one build for both thread counts.
             with threads.using_threads(k):
                 start = time.perf_counter()
-                run(X, x0, code, gamma, degree, coef0, out)
+                kernels._gram_parallel(X, x0, code, gamma, degree, coef0, out)
                 return time.perf_counter() - start
 
         column(1), column(n_threads)
         pairs = [(column(1), column(n_threads)) for _ in range(repeat)]
         one, many = min(p[0] for p in pairs), min(p[1] for p in pairs)
+        ratios = sorted(a / b for a, b in pairs)
         rows.append({"n": n, "one_s": one, "many_s": many, "threads": n_threads,
-                     "speedup": one / many})
+                     "speedup": one / many, "ratios": tuple(ratios),
+                     "median_ratio": ratios[len(ratios) // 2]})
     return rows
 
 

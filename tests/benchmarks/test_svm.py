@@ -61,3 +61,26 @@ def test_column_split_costs_refuses_bad_sizes():
         svm.column_split_costs(5)
     with pytest.raises(ValueError, match="ns: expected a positive integer"):
         svm.column_split_costs((10, 0))
+
+
+def test_column_split_costs_times_one_compiled_loop_at_both_thread_counts(monkeypatch):
+    # The review found 1 vs 2 threads timed on two different builds (a serial loop against
+    # the prange loop), which measured code generation: both sides must call the same one.
+    from mlpar.algorithms.svm import kernel_matrix
+
+    calls = []
+    real = kernel_matrix._gram_parallel
+
+    def spy(*args):
+        calls.append("parallel")
+        return real(*args)
+
+    def refuse(*args):
+        raise AssertionError("the serial build was timed against the parallel one")
+
+    monkeypatch.setattr(kernel_matrix, "_gram_parallel", spy)
+    monkeypatch.setattr(kernel_matrix, "_gram_serial", refuse)
+    rows = svm.column_split_costs((80,), d=2, repeat=3)
+    assert len(calls) == 2 + 2 * 3  # warm-up pair, then three timed pairs
+    assert len(rows[0]["ratios"]) == 3 and rows[0]["ratios"] == tuple(sorted(rows[0]["ratios"]))
+    assert rows[0]["median_ratio"] == rows[0]["ratios"][1]

@@ -4,6 +4,7 @@ what was wrong; nothing a half-written answer returns makes a check crash; each 
 graded on its own; the grader's seed moves the cases."""
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -254,9 +255,20 @@ def choose_j_loop(i, y, alpha, G, K_diag, K_row, C):
     return j
 
 
+def _scores(i, y, alpha, G, K_diag, K_row, C, *, unit_diagonal=False, power=2, factor=2.0):
+    # The student's own -b^2/a (the check refuses an answer that calls its reference), with the
+    # misreadings as keywords.
+    v = -y * G
+    b = v[i] - v
+    diag_i, diag = (1.0, np.ones_like(K_diag)) if unit_diagonal else (K_diag[i], K_diag)
+    a = diag_i + diag - factor * K_row
+    a = np.where(a > 0, a, 1e-12)
+    return np.where(ex.in_low(y, alpha, C) & (b > 0), -np.abs(b) ** power / a, np.inf)
+
+
 def _misread(**how):
     def solution(i, y, alpha, G, K_diag, K_row, C):
-        return int(np.argmin(ex.wss2_scores(i, y, alpha, G, K_diag, K_row, C, **how)))
+        return int(np.argmin(_scores(i, y, alpha, G, K_diag, K_row, C, **how)))
     return solution
 
 
@@ -286,13 +298,13 @@ def _any_sign(i, y, alpha, G, K_diag, K_row, C):
 
 
 def _position_among_candidates(i, y, alpha, G, K_diag, K_row, C):
-    scores = ex.wss2_scores(i, y, alpha, G, K_diag, K_row, C)
+    scores = _scores(i, y, alpha, G, K_diag, K_row, C)
     candidates = np.isfinite(scores)
     return int(np.argmin(scores[candidates]))
 
 
 def _minimised(i, y, alpha, G, K_diag, K_row, C):
-    scores = ex.wss2_scores(i, y, alpha, G, K_diag, K_row, C)
+    scores = _scores(i, y, alpha, G, K_diag, K_row, C)
     return int(np.argmax(np.where(np.isfinite(scores), scores, -np.inf)))
 
 
@@ -565,7 +577,8 @@ SPEEDUP_WRONG = {
     "dispatch shared": (_speedup(dispatch=lambda J, c, p, r: J * c / p), "divided among"),
     "upside down": (_speedup(invert=True), "upside down"),
     "sequential dispatch": (_speedup(sequential_dispatch=True), "sequential run also pays"),
-    "dispatch per round": (_speedup(dispatch=lambda J, c, p, r: r * c), "once per round"),
+    "dispatch per round": (_speedup(dispatch=lambda J, c, p, r: r * c),
+                           "one hand-out per round.*assumes no job runs during a hand-out"),
     "ideal": (lambda J, t, c, p: float(p), "differs|is"),
     "None": (lambda *a: None, "is None"),
     "list": (lambda *a: [1.0, 2.0], "has shape"),
@@ -656,3 +669,47 @@ def test_hard_coded_answers_fail_under_the_graders_seed(monkeypatch, capsys):
     ex.check_pair_update(pair_by_bounds)
     ex.check_choose_j(choose_j_vectorised)
     ex.check_rbf_kernel(rbf_by_expansion)
+
+
+# ---- One imported call is not an answer (issue 35): the check's references are refused by
+# name, however the answer reaches them.
+
+def _wss2_by_reference(i, y, alpha, G, K_diag, K_row, C):
+    return int(np.argmin(ex.wss2_scores(i, y, alpha, G, K_diag, K_row, C)))
+
+
+def _wss2_by_alias(i, y, alpha, G, K_diag, K_row, C):
+    score = ex.wss2_scores  # renamed first: the refusal follows the call, not the spelling
+    return int(np.argmin(score(i, y, alpha, G, K_diag, K_row, C)))
+
+
+def _wss2_in_a_thread(i, y, alpha, G, K_diag, K_row, C):
+    out = []
+    worker = threading.Thread(target=lambda: out.append(_wss2_by_reference(
+        i, y, alpha, G, K_diag, K_row, C)))
+    worker.start()
+    worker.join()
+    return out[0]
+
+
+@pytest.mark.parametrize("solution", [_wss2_by_reference, _wss2_by_alias, _wss2_in_a_thread])
+def test_choose_j_refuses_the_checks_own_scores(solution):
+    with pytest.raises(AssertionError, match="calls the check's WSS2 scores .*wss2_scores"):
+        ex.check_choose_j(solution)
+
+
+@pytest.mark.parametrize("solution", [
+    lambda J, t, c, p: ex.speedup_model(J, t, c, p),
+    lambda J, t, c, p: (lambda model: model(J, t, c, p))(ex.speedup_model),
+])
+def test_predict_speedup_refuses_the_lessons_model(solution):
+    with pytest.raises(AssertionError, match="calls the lesson's model .*speedup_model"):
+        ex.check_predict_speedup(solution)
+
+
+def test_a_refused_call_leaves_no_profiler_behind():
+    import sys
+
+    with pytest.raises(AssertionError):
+        ex.check_predict_speedup(lambda J, t, c, p: ex.speedup_model(J, t, c, p))
+    assert sys.getprofile() is None and threading.getprofile() is None

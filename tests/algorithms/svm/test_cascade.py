@@ -1,5 +1,7 @@
 """Cascade SVM: shards, merging, and agreement with the SVM trained on everything."""
 
+import dataclasses
+
 import joblib
 import numpy as np
 import pytest
@@ -76,3 +78,22 @@ def test_time_model_is_consistent(moons):
     assert len(jobs) == 4 + 2 + 1
     assert cascade.total_seconds == pytest.approx(sum(jobs))
     assert max(jobs) <= cascade.critical_path_seconds <= cascade.total_seconds
+
+
+def test_busy_seconds_is_the_union_of_the_intervals():
+    assert cascade_svm.busy_seconds([]) == 0.0
+    assert cascade_svm.busy_seconds([(0.0, 1.0), (2.0, 3.0)]) == pytest.approx(2.0)
+    assert cascade_svm.busy_seconds([(0.0, 2.0), (1.0, 3.0)]) == pytest.approx(3.0)
+    assert cascade_svm.busy_seconds([(1.0, 2.0), (0.0, 5.0)]) == pytest.approx(5.0)
+
+
+def test_overlap_is_measured_from_the_jobs_own_stamps(moons):
+    X, y, _, _ = moons
+    cascade = cascade_svm.cascade_svm(X[:400], y[:400], n_shards=4, gamma=1.0, seed=0)
+    assert len(cascade.job_intervals) == 7
+    # One job at a time (joblib's default, n_jobs=1): nothing overlaps, however slow the
+    # hand-offs between jobs were.
+    assert cascade.overlap_seconds == pytest.approx(0.0, abs=1e-9)
+    fake = dataclasses.replace(cascade, layer_seconds=(((1.0, 1.0),),),
+                               job_intervals=((0.0, 1.0), (0.5, 1.5)))
+    assert fake.overlap_seconds == pytest.approx(0.5)
