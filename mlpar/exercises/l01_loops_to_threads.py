@@ -40,6 +40,168 @@ def _compile(name: str, func, *args):
         return call(name, func, *args)
 
 
+
+# --- What each iteration of a prange does: the structural tool of Exercises 1 and 3 ----------
+
+class _Watched(np.ndarray):
+    """An array that notes, for every element read or written, which prange iteration was
+    running (``None``: none, the serial part of the function)."""
+
+    def __new__(cls, array, name, trace):
+        obj = np.array(array, copy=True).view(cls)
+        obj.name, obj.trace = name, trace
+        obj.grid = np.arange(obj.size).reshape(obj.shape)
+        return obj
+
+    def __array_finalize__(self, obj):
+        self.name = getattr(obj, "name", None)
+        self.trace = getattr(obj, "trace", None)
+        self.grid = getattr(obj, "grid", None)
+
+    def _note(self, kind, key):
+        if self.trace is not None and self.grid is not None:
+            touched = np.ravel(np.asarray(self.grid)[key])
+            self.trace.note(self.name, kind, touched)
+
+    def __getitem__(self, key):
+        self._note("read", key)
+        return np.asarray(self)[key]
+
+    def __setitem__(self, key, value):
+        self._note("write", key)
+        np.asarray(self)[key] = np.asarray(value) if isinstance(value, _Watched) else value
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # a whole-array operation (x * a, out[:] = ...) reads every element of its operands
+        for i in inputs:
+            if isinstance(i, _Watched):
+                i._note("read", ...)
+        plain = [np.asarray(i) if isinstance(i, _Watched) else i for i in inputs]
+        if "out" in kwargs:
+            for o in kwargs["out"]:
+                if isinstance(o, _Watched):
+                    o._note("write", ...)
+            kwargs["out"] = tuple(np.asarray(o) if isinstance(o, _Watched) else o
+                                  for o in kwargs["out"])
+        return getattr(ufunc, method)(*plain, **kwargs)
+
+
+class ParallelTrace:
+    """Runs a numba function's Python source with ``prange`` replaced by a loop that tells
+    which iteration is running, on arrays that note what each iteration reads and writes.
+
+    ``touched[name][kind]`` maps each element (flat index) to the set of prange iterations
+    that read or wrote it, ``None`` standing for the serial part; ``iterations`` counts the
+    prange iterations. This is what the threads would do: numba hands whole iterations to
+    threads, so an element touched outside every iteration is touched by one thread alone.
+    """
+
+    def __init__(self):
+        self.current = None
+        self.loops = 0
+        self.iterations = 0
+        self.touched: dict = {}
+
+    def note(self, name, kind, flat):
+        places = self.touched.setdefault(name, {}).setdefault(kind, {})
+        for index in flat.tolist():
+            places.setdefault(index, set()).add(self.current)
+
+    def prange(self, *args):
+        outer, self.loops = self.current, self.loops + 1
+        loop = self.loops
+        for i in range(*args):
+            self.iterations += 1
+            # a prange inside a prange iteration runs on that iteration's thread
+            self.current = (loop, i) if outer is None else outer
+            yield i
+        self.current = outer
+
+    def tasks(self, name, kind) -> dict:
+        """{iteration: set of flat indices} for ``name``'s reads or writes (None: serial)."""
+        found: dict = {}
+        for index, where in self.touched.get(name, {}).get(kind, {}).items():
+            for task in where:
+                found.setdefault(task, set()).add(index)
+        return found
+
+
+def _with_traced_prange(func, trace: ParallelTrace, seen=None):
+    """``func``'s Python function, rebuilt with ``prange`` (and numba helpers it calls) traced."""
+    import types
+
+    import numba
+
+    seen = {} if seen is None else seen
+    py = structure.python_function(func)
+    if id(py) in seen:
+        return seen[id(py)]
+    names = dict(py.__globals__)
+    glb = dict(names)
+    rebuilt = types.FunctionType(py.__code__, glb, py.__name__, py.__defaults__, py.__closure__)
+    seen[id(py)] = rebuilt
+
+    class _Numba:  # ``numba.prange`` / ``nb.prange`` written through the module
+        def __getattr__(self, attr):
+            return trace.prange if attr == "prange" else getattr(numba, attr)
+
+    for key, value in names.items():
+        if value is numba.prange:
+            glb[key] = trace.prange
+        elif value is numba:
+            glb[key] = _Numba()
+        elif key in py.__code__.co_names and hasattr(value, "py_func") and value is not func:
+            glb[key] = _with_traced_prange(value, trace, seen)  # a helper it calls
+    return rebuilt
+
+
+def trace_parallel(name: str, func, args: tuple, watch: dict) -> ParallelTrace:
+    """Run ``func(*args)`` as Python with its prange traced; ``watch``: array name -> its
+    position in ``args`` (a copy that notes every access is passed there)."""
+    trace = ParallelTrace()
+    args = list(args)
+    for key, position in watch.items():
+        args[position] = _Watched(args[position], key, trace)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _with_traced_prange(func, trace)(*args)
+    except AssertionError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a function numba runs but Python cannot
+        raise AssertionError(
+            f"{name}: the check runs your function's Python source to see what each prange "
+            f"iteration does, and it raised {type(err).__name__}: {err}; keep to plain loops "
+            "and array indexing inside it") from None
+    return trace
+
+
+def _serial_work(trace: ParallelTrace, name: str, kind: str) -> int:
+    return len(trace.tasks(name, kind).get(None, ()))
+
+
+def _expect_parallel_work(name: str, trace: ParallelTrace, reads, writes, *, loop: str) -> None:
+    """Every element of ``reads`` is read, and of ``writes`` written, inside prange iterations,
+    by at least two of them: the threads do the work, not a serial loop beside the prange."""
+    for array in reads:
+        serial = _serial_work(trace, array, "read")
+        expect(name, serial == 0,
+               f"{serial} element(s) of {array} are read outside the prange loop, by one "
+               f"thread: the work must happen inside the parallel loop ({loop}), not in a "
+               "serial loop beside it (a prange that only fills the output does not count)")
+    for array in writes:
+        tasks = trace.tasks(array, "write")
+        last = {index for index, where in trace.touched.get(array, {}).get("write", {}).items()
+                if None in where}
+        expect(name, not last,
+               f"{len(last)} element(s) of {array} are written outside the prange loop, by "
+               f"one thread: compute them inside the parallel loop ({loop})")
+        busy = [t for t in tasks if t is not None]
+        expect(name, len(busy) >= 2,
+               f"one iteration of the prange loop writes all of {array}, so one thread does "
+               f"all the work; split {loop} into many iterations")
+
+
 def _require_parallel(name: str, func, what: str) -> None:
     expect(name, callable(func), f"expected a function, got {type(func).__name__}")
     expect(name, hasattr(func, "targetoptions"),
@@ -72,7 +234,13 @@ def check_axpy(axpy) -> None:
                                  "returning a new array")
         expect_close(name, out, 2.5 * x + y, what=f"out for n={n}")
     _require_parallel_loop(name, axpy, "axpy")
-    passed(name, f"compiled with {structure.prange_loops(axpy)} parallel loop(s); matches "
+    n = 4099  # more than a few blocks of any size a student might choose
+    x, y = rng.random(n), rng.random(n)
+    trace = trace_parallel(name, axpy, (2.5, x, y, np.zeros(n)), {"x": 1, "y": 2, "out": 3})
+    _expect_parallel_work(name, trace, ("x", "y"), ("out",), loop="one element or block per "
+                                                                  "iteration")
+    passed(name, f"compiled with {structure.prange_loops(axpy)} parallel loop(s), which do "
+                 "all the work; matches "
                  "2.5 * x + y for n = " + ", ".join(str(n) for n in LENGTHS))
 
 
@@ -89,6 +257,62 @@ def _two_accumulator_loop(name: str, func) -> None:
     expect(name, most >= 2,
            f"the busiest loop updates {most} running sum(s), expected 2 in the same loop: two "
            "independent chains that the core can overlap (s0 += x[i]; s1 += x[i + 1])")
+
+
+class _Link:
+    """A number that remembers the longest chain of additions it came from (its *depth*).
+
+    Summing ``x`` in one running sum gives the total at depth n: every addition waits for the
+    one before. Two running sums give depth about n/2, however they are spelled; a counter
+    beside one real sum (``count += 1``) leaves the sum's depth at n.
+    """
+
+    __slots__ = ("value", "depth")
+
+    def __init__(self, value, depth=0):
+        self.value, self.depth = float(value), depth
+
+    def _join(self, other, op):
+        if isinstance(other, _Link):
+            return _Link(op(self.value, other.value), max(self.depth, other.depth) + 1)
+        if isinstance(other, (int, float, np.number)):
+            return _Link(op(self.value, float(other)), self.depth + 1)
+        return NotImplemented
+
+    def __add__(self, other):
+        return self._join(other, lambda a, b: a + b)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return self._join(other, lambda a, b: a - b)
+
+    def __rsub__(self, other):
+        return self._join(other, lambda a, b: b - a)
+
+    def __mul__(self, other):
+        return self._join(other, lambda a, b: a * b)
+
+    __rmul__ = __mul__
+
+    def __float__(self):
+        return self.value
+
+
+def chain_depth(func, n: int) -> int | None:
+    """The longest chain of dependent additions in ``func``'s sum of n numbers, run as Python
+    on numbers that count it; None when the result does not carry the count (converted)."""
+    x = np.empty(n, dtype=object)
+    for i in range(n):
+        x[i] = _Link(1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            got = structure.python_function(func)(x)
+        except Exception:  # noqa: BLE001 - not every right answer runs on objects; then skip
+            return None
+    got = got.item() if isinstance(got, np.ndarray) and got.shape == () else got
+    return got.depth if isinstance(got, _Link) else None
 
 
 def check_sum_two_accumulators(sum_two_accumulators) -> None:
@@ -110,6 +334,12 @@ def check_sum_two_accumulators(sum_two_accumulators) -> None:
                 hint = "; that is the sum of every other element: the second sum is missing"
             raise AssertionError(f"{name}: for n={n} got {fmt(got)}, expected {fmt(expected)}"
                                  f"{hint}")
+    n = 1000
+    depth = chain_depth(sum_two_accumulators, n)
+    expect(name, depth is None or depth <= 0.6 * n + 2,
+           f"the sum of {n} numbers comes out of one chain of {depth} dependent additions, "
+           f"as with a single running sum (two chains would be about {n // 2}): both running "
+           "sums must add elements of x, and both must reach the result")
     passed(name, "two running sums in one loop; correct for lengths 0, 1, 2, 3, 10 and 1001")
 
 
@@ -131,9 +361,31 @@ def check_chunked_sum(chunked_sum) -> None:
         raise AssertionError(f"{name}: for n={n} and n_chunks={chunks} got {fmt(got)}, "
                              f"expected {fmt(expected)}{hint}")
     _require_parallel_loop(name, chunked_sum, "chunked_sum")
-    passed(name, "a parallel loop over chunks; equals math.fsum for 7 lengths and chunk counts")
-    print("  The question: with 2 chunks or more, 2 threads can share the work. Far beyond the "
-          "cache the sum does 1 flop per 8 bytes read, far left of the ridge, so a second thread "
+    for n, chunks in ((1000, 4), (11, 3)):
+        trace = trace_parallel(name, chunked_sum, (rng.random(n), chunks), {"x": 0})
+        serial = _serial_work(trace, "x", "read")
+        expect(name, serial == 0,
+               f"for n={n} and n_chunks={chunks}, {serial} element(s) of x are read outside "
+               "the prange loop, by one thread: every chunk, the last one too, must be summed "
+               "inside the parallel loop")
+        parts = {t: sorted(i) for t, i in trace.tasks("x", "read").items() if t is not None}
+        expect(name, len(parts) == chunks,
+               f"for n={n} and n_chunks={chunks} your prange loop reads x in {len(parts)} "
+               f"iterations, expected {chunks}, one per chunk: it loops over "
+               f"{'elements' if len(parts) == n else 'something else'}, not over the "
+               "n_chunks chunks (n_chunks is ignored)")
+        scattered = [p for p in parts.values() if p[-1] - p[0] + 1 != len(p)]
+        expect(name, not scattered,
+               f"for n={n} and n_chunks={chunks} an iteration reads x at {scattered[0][:4]}...: "
+               "not one contiguous chunk; chunk c is x[c·size : (c+1)·size], so each thread "
+               "streams its own stretch of memory" if scattered else "")
+    passed(name, "a parallel loop over n_chunks contiguous chunks; equals math.fsum for 7 "
+                 "lengths and chunk counts")
+    print("  The question: with 2 chunks or more, 2 threads can share the work. Each chunk is "
+          "one chain of additions (section 5): one add per add latency, well under what one "
+          "core can stream from memory, so far beyond the cache the sum is bound by that "
+          "latency, not by memory, and 2 threads nearly double it. With four accumulators or "
+          "fastmath in each chunk, one thread comes close to the memory roof, and a second "
           "helps only as far as one thread left memory bandwidth unused (section 6's product).")
 
 

@@ -6,6 +6,7 @@ slip; each must now fail with a message naming the exercise and what was wrong.
 
 import math
 
+import numba
 import numpy as np
 import pytest
 from numba import njit, prange
@@ -79,7 +80,42 @@ def axpy_raises(a, x, y, out):
     raise ValueError("oops")
 
 
-@pytest.mark.parametrize("solution", [good_axpy, axpy_by_blocks])
+@njit(parallel=True)
+def axpy_prange_only_zeroes(a, x, y, out):  # issue 35: the prange fills, a serial loop works
+    for i in prange(x.shape[0]):
+        out[i] = 0.0
+    for i in range(x.shape[0]):
+        out[i] = a * x[i] + y[i]
+
+
+@njit(parallel=True)
+def axpy_one_iteration(a, x, y, out):  # a prange of one iteration: one thread does it all
+    for _ in prange(1):
+        for i in range(x.shape[0]):
+            out[i] = a * x[i] + y[i]
+
+
+@njit(parallel=True)
+def axpy_through_the_module(a, x, y, out):  # numba.prange spelled through the module
+    for i in numba.prange(len(x)):
+        out[i] = y[i] + a * x[i]
+
+
+@njit(parallel=True)
+def axpy_with_a_helper(a, x, y, out):  # each iteration calls a compiled helper for a block
+    n = x.shape[0]
+    for b in prange((n + 255) // 256):
+        _axpy_block(a, x, y, out, b * 256, min(n, b * 256 + 256))
+
+
+@njit
+def _axpy_block(a, x, y, out, lo, hi):
+    for i in range(lo, hi):
+        out[i] = a * x[i] + y[i]
+
+
+@pytest.mark.parametrize("solution", [good_axpy, axpy_by_blocks, axpy_through_the_module,
+                                      axpy_with_a_helper])
 def test_correct_axpy_passes(solution, capsys):
     ex.check_axpy(solution)
     assert capsys.readouterr().out.startswith("✓ Exercise 1")
@@ -94,6 +130,8 @@ def test_correct_axpy_passes(solution, capsys):
     (axpy_wrong_formula, r"out for n=1 differs .*got .*expected"),
     (axpy_returns_instead, "left unchanged .*write the result into out"),
     (axpy_raises, "raised ValueError: oops"),
+    (axpy_prange_only_zeroes, "element.s. of x are read outside the prange loop"),
+    (axpy_one_iteration, "one iteration of the prange loop writes all of out"),
     (None, "expected a function, got NoneType"),
     ([1, 2], "expected a function, got list"),
 ])
@@ -206,7 +244,42 @@ def sum_returns_none(x):
         s1 += 0.0
 
 
-@pytest.mark.parametrize("solution", [good_sum, sum_over_halves])
+@njit
+def sum_one_chain_and_a_counter(x):  # issue 35: count += 1 is not a second running sum
+    s = 0.0
+    count = 0
+    for i in range(x.shape[0]):
+        s += x[i]
+        count += 1
+    return s
+
+
+@njit
+def sum_second_chain_unused(x):  # two sums, but only one reaches the result
+    s0 = s1 = 0.0
+    for i in range(x.shape[0]):
+        s0 += x[i]
+        s1 += 1.0
+    return s0
+
+
+@njit
+def sum_four_in_a_while_loop(x):  # four chains in a while loop: more than two is fine
+    a = b = c = d = 0.0
+    i, n = 0, x.shape[0]
+    while i + 3 < n:
+        a += x[i]
+        b += x[i + 1]
+        c += x[i + 2]
+        d += x[i + 3]
+        i += 4
+    while i < n:
+        a += x[i]
+        i += 1
+    return (a + b) + (c + d)
+
+
+@pytest.mark.parametrize("solution", [good_sum, sum_over_halves, sum_four_in_a_while_loop])
 def test_correct_sum_passes(solution, capsys):
     ex.check_sum_two_accumulators(solution)
     assert capsys.readouterr().out.startswith("✓ Exercise 2")
@@ -223,6 +296,8 @@ def test_correct_sum_passes(solution, capsys):
     (sum_every_other, "for n=2 got .*every other element"),
     (sum_returns_list, "should be 0-D|has shape"),
     (sum_returns_none, "is None"),
+    (sum_one_chain_and_a_counter, "one chain of 1000 dependent additions"),
+    (sum_second_chain_unused, "for n=1 got 1, expected|one chain of 1000"),
 ])
 def test_wrong_sum_is_rejected(wrong, message):
     with pytest.raises(AssertionError, match=f"(?s)^{EX2} .*({message})"):
@@ -316,7 +391,52 @@ def chunked_nan(x, n_chunks):
     return float("nan")
 
 
-@pytest.mark.parametrize("solution", [good_chunked, chunked_by_strides])
+@njit(parallel=True)
+def chunked_plain_prange(x, n_chunks):  # issue 35: a prange reduction that ignores n_chunks
+    s = 0.0
+    for i in prange(x.shape[0]):
+        s += x[i]
+    return s
+
+
+@njit(parallel=True)
+def chunked_serial_tail(x, n_chunks):  # floor-sized chunks, the remainder summed serially
+    n = x.shape[0]
+    size = n // n_chunks
+    partial = np.zeros(n_chunks)
+    for c in prange(n_chunks):
+        for i in range(c * size, (c + 1) * size):
+            partial[c] += x[i]
+    total = partial.sum()
+    for i in range(n_chunks * size, n):
+        total += x[i]
+    return total
+
+
+@njit(parallel=True)
+def chunked_by_bounds(x, n_chunks):  # bounds from integer arithmetic, a prange reduction
+    n = x.shape[0]
+    total = 0.0
+    for c in prange(n_chunks):
+        lo, hi = c * n // n_chunks, (c + 1) * n // n_chunks
+        s = 0.0
+        for i in range(lo, hi):
+            s += x[i]
+        total += s
+    return total
+
+
+@njit(parallel=True)
+def chunked_by_slices(x, n_chunks):  # each chunk summed from a slice
+    n = x.shape[0]
+    size = -(-n // n_chunks)
+    partial = np.zeros(n_chunks)
+    for c in prange(n_chunks):
+        partial[c] = x[c * size:min(n, (c + 1) * size)].sum()
+    return partial.sum()
+
+
+@pytest.mark.parametrize("solution", [good_chunked, chunked_by_bounds, chunked_by_slices])
 def test_correct_chunked_sum_passes(solution, capsys):
     ex.check_chunked_sum(solution)
     assert capsys.readouterr().out.startswith("✓ Exercise 3")
@@ -328,6 +448,9 @@ def test_correct_chunked_sum_passes(solution, capsys):
     (chunked_serial, "no prange loop .*got 0"),
     (chunked_not_parallel, "without parallel=True"),
     (chunked_nan, "plain Python function"),
+    (chunked_plain_prange, "reads x in 1000 iterations, expected 4.*elements.*n_chunks is ignored"),
+    (chunked_by_strides, "not one contiguous chunk"),
+    (chunked_serial_tail, "for n=1000 and n_chunks=4, .*read outside the prange|for n=11 .*read outside"),
 ])
 def test_wrong_chunked_sum_is_rejected(wrong, message):
     with pytest.raises(AssertionError, match=f"(?s)^{EX3} .*{message}"):
