@@ -44,10 +44,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def stale_shm_entries(root: str | os.PathLike = SHM) -> list[Path]:
-    """joblib/loky entries in ``root`` owned by this user whose process has exited."""
+def stale_shm_entries(root: str | os.PathLike = SHM, *, owners=None) -> list[Path]:
+    """joblib/loky entries in ``root`` owned by this user whose process has exited.
+
+    ``owners``: only entries made by these pids (a finished run's processes), or every dead
+    owner's when None.
+    """
     if not isinstance(root, (str, os.PathLike)):
         raise TypeError(f"root: expected a path (str or pathlib.Path), got {type(root).__name__}")
+    owners = _pids("owners", owners)
     root = Path(root)
     try:
         names = sorted(os.listdir(root))
@@ -56,7 +61,7 @@ def stale_shm_entries(root: str | os.PathLike = SHM) -> list[Path]:
     stale = []
     for name in names:
         pid = owner_pid(name)
-        if pid is None or _alive(pid):
+        if pid is None or (owners is not None and pid not in owners) or _alive(pid):
             continue
         path = root / name
         try:
@@ -67,10 +72,27 @@ def stale_shm_entries(root: str | os.PathLike = SHM) -> list[Path]:
     return stale
 
 
-def remove_stale_shm(root: str | os.PathLike = SHM) -> int:
-    """Delete the entries ``stale_shm_entries`` finds; returns how many went."""
+def _pids(name: str, pids) -> frozenset[int] | None:
+    if pids is None:
+        return None
+    if isinstance(pids, (str, bytes)) or not hasattr(pids, "__iter__"):
+        raise TypeError(f"{name}: expected a collection of process ids, got {type(pids).__name__}")
+    pids = list(pids)
+    if not all(isinstance(p, int) and not isinstance(p, bool) and p > 0 for p in pids):
+        raise ValueError(f"{name}: expected positive integer process ids, got {pids[:5]!r}")
+    return frozenset(pids)
+
+
+def remove_stale_shm(root: str | os.PathLike = SHM, *, owners=None) -> int:
+    """Delete the entries ``stale_shm_entries`` finds; returns how many went.
+
+    A process that leaves with ``os._exit`` or is killed with its whole process group never
+    unlinks loky's semaphores (its exit handlers do not run, and loky's resource tracker, which
+    would have, dies in the same group): whoever killed it calls this with ``owners`` = the
+    pids it killed, so one run's leftovers go at once, not at the next pool's start.
+    """
     removed = 0
-    for path in stale_shm_entries(root):  # checks root
+    for path in stale_shm_entries(root, owners=owners):  # checks root and owners
         try:
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)

@@ -49,3 +49,24 @@ def test_release_pools_removes_this_process_emptied_folders_only(tmp_path):
     assert not mine.exists() and busy.exists() and other.exists()
     with pytest.raises(TypeError, match="root"):
         cleanup.own_empty_shm_folders(3)
+
+
+def test_entries_of_named_owners_only_are_removed(tmp_path):
+    dead = [int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                               capture_output=True, text=True, check=True).stdout)
+            for _ in range(2)]
+    for pid in dead:
+        (tmp_path / f"sem.loky-{pid}-s1").write_bytes(b"")
+    (tmp_path / f"sem.loky-{os.getpid()}-mine").write_bytes(b"")  # alive: never removed
+    assert cleanup.remove_stale_shm(tmp_path, owners=[dead[0], os.getpid()]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"sem.loky-{dead[1]}-s1", f"sem.loky-{os.getpid()}-mine"])
+    assert cleanup.remove_stale_shm(tmp_path, owners=[]) == 0
+
+
+@pytest.mark.parametrize("owners, error", [("123", TypeError), (5, TypeError),
+                                           ([0], ValueError), ([True], ValueError),
+                                           ([1.5], ValueError)])
+def test_owners_must_be_process_ids(tmp_path, owners, error):
+    with pytest.raises(error, match="owners: expected"):
+        cleanup.remove_stale_shm(tmp_path, owners=owners)
