@@ -7,7 +7,8 @@
 
 Each environment runs one ``pytest`` (unit tests and strict nbval together) in a changed world:
 
-* ``one-cpu``: ``taskset -c 0``: one core by affinity.
+* ``one-cpu``: ``taskset -c 0`` with ``NUMBA_NUM_THREADS=1``: one core by affinity and numba's
+  pool set to one thread, as on a 1-core Binder.
 * ``cpu-quota``: a cgroup (v1 ``cpu`` or v2 ``cpu.max``) granting half the cores' CPU time,
   which the affinity mask does not show. Needs a writable cgroup tree (root in a container);
   otherwise reported as not possible here, with the reason.
@@ -84,6 +85,7 @@ def one_cpu(world: World) -> None:
     if not shutil.which("taskset"):
         raise NotPossible("no taskset command (util-linux)")
     world.prefix += ["taskset", "-c", str(min(os.sched_getaffinity(0)))]
+    world.env["NUMBA_NUM_THREADS"] = "1"
 
 
 def cpu_quota(world: World) -> None:
