@@ -92,7 +92,41 @@ def rows_plain_python(a, b, c):
     c[:, :] = a @ b
 
 
-@pytest.mark.parametrize("solution", [rows_ikj, rows_dot_products])
+@njit(parallel=True)
+def rows_prange_only_zeroes(a, b, c):  # issue 35: the prange zeroes C, a serial loop works
+    n, m = a.shape
+    p = b.shape[1]
+    for i in prange(n):
+        for j in range(p):
+            c[i, j] = 0.0
+    for i in range(n):
+        for k in range(m):
+            for j in range(p):
+                c[i, j] += a[i, k] * b[k, j]
+
+
+@njit(parallel=True)
+def rows_racing_over_k(a, b, c):  # the prange runs over k: every iteration updates all of C
+    n, m = a.shape
+    p = b.shape[1]
+    for i in prange(n):
+        c[i, :] = 0.0
+    for k in prange(m):
+        for i in range(n):
+            for j in range(p):
+                c[i, j] += a[i, k] * b[k, j]
+
+
+@njit(parallel=True)
+def rows_by_row_slices(a, b, c):  # whole-row updates with slices, rows on threads
+    for i in prange(a.shape[0]):
+        row = np.zeros(b.shape[1])
+        for k in range(a.shape[1]):
+            row += a[i, k] * b[k, :]
+        c[i, :] = row
+
+
+@pytest.mark.parametrize("solution", [rows_ikj, rows_dot_products, rows_by_row_slices])
 def test_correct_parallel_matmul_passes(solution, capsys):
     ex.check_parallel_matmul(solution)
     assert capsys.readouterr().out.startswith("✓ Exercise 1")
@@ -106,6 +140,8 @@ def test_correct_parallel_matmul_passes(solution, capsys):
     (rows_plain_python, "plain Python function"),
     (rows_not_zeroed, r"C for \(8, 8\) @ \(8, 8\) differs .*got nan"),
     (rows_transposed_b, r"differs from the reference .*got .*expected"),
+    (rows_prange_only_zeroes, "element.s. of a are read outside the prange loop"),
+    (rows_racing_over_k, "differs from|written by more than one iteration .*a race"),
     (None, "expected a function, got NoneType"),
 ])
 def test_wrong_parallel_matmul_is_rejected(wrong, message):
@@ -371,7 +407,7 @@ GIB = 2**30 / 1e9
 
 
 @pytest.mark.parametrize("wrong, message", [
-    (lambda r, b, p: b * 2 * r / 8, "above the compute roof"),         # no min with the peak
+    (lambda r, b, p: b * 2 * r / 8, "above the ceiling"),              # no min with the ceiling
     (lambda r, b, p: max(p, b * 2 * r / 8), "the larger of the two"),  # max for min
     (lambda r, b, p: min(p, b * 2 / 8), "ikj's intensity"),            # reuse ignored
     (lambda r, b, p: min(p, b * 2 * r / 4), "float32"),                # 4-byte elements
@@ -396,13 +432,17 @@ def test_blocked_comparison_reports_and_never_grades(capsys):
 
     sweep = mm.BlockingSweep(32, 64, (64, 128), (2.0, 1.0), (4.0, 3.0))
     ratio = ex.compare_blocked_prediction(lambda r, b, p: 0.0, sweep=sweep, bandwidth_gbps=10.0,
-                                          peak_gflops=40.0)
+                                          ceiling_gflops=40.0)
     text = capsys.readouterr().out
-    assert ratio == pytest.approx(3.0 / 40.0) and "far under the roof" in text
-    assert "compute roof" in text and "yours differs" in text
+    assert ratio == pytest.approx(3.0 / 40.0) and "well under the prediction" in text
+    assert "in-cache ceiling binds" in text and "yours differs" in text
+    # by default the ceiling is the loop's own in-cache rate, taken from the sweep
+    ratio = ex.compare_blocked_prediction(predict_blocked, sweep=sweep, bandwidth_gbps=100.0)
+    assert ratio == pytest.approx(3.0 / ex.in_cache_ceiling(sweep))
+    assert "yours differs" not in capsys.readouterr().out
     with pytest.raises(TypeError, match="sweep"):
         ex.compare_blocked_prediction(predict_blocked, sweep=None, bandwidth_gbps=1.0,
-                                      peak_gflops=1.0)
+                                      ceiling_gflops=1.0)
 
 
 # --- each exercise graded on its own ---------------------------------------------------------
