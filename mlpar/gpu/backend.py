@@ -340,6 +340,77 @@ def blocks_to_fill(multiprocessors: int, blocks_per_multiprocessor: int = 1) -> 
     return multiprocessors * per
 
 
+# ------------------------------------------------------------ occupancy
+
+
+@dataclass(frozen=True)
+class MultiprocessorLimits:
+    """What one streaming multiprocessor can hold at once (per compute capability)."""
+
+    name: str
+    max_warps: int          # resident warps per SM
+    max_blocks: int         # resident blocks per SM
+    registers: int          # 32-bit registers per SM
+    register_unit: int      # registers are given to a warp in units of this many
+    shared_bytes: int       # shared memory per SM usable by blocks
+    shared_per_block_reserved: int  # bytes the system keeps per resident block
+
+
+# CUDA C Programming Guide, "Compute Capabilities" table, compute capability 9.0.
+H100_SM = MultiprocessorLimits("H100 (compute capability 9.0)", max_warps=64, max_blocks=32,
+                               registers=65536, register_unit=256,
+                               shared_bytes=228 * 1024, shared_per_block_reserved=1024)
+
+# ptxas -v on the lesson's float32 kernels, compiled for sm_90 by numba 0.68.1's CUDA target
+# with CUDA 13.0's NVVM and ptxas: registers per thread. tests/gpu/test_ptx.py recompiles them
+# and fails when a count differs, so the table cannot drift from the code silently. On a GPU
+# the lesson reads the counts from the compiled kernels instead.
+PTXAS_REGISTERS_SM90 = {"product": 28, "naive": 28, "tiled 16×16": 32,
+                        "register 64×64, 4×4": 126, "wide 128×128, 8×8": 126}
+PTXAS_SOURCE = "ptxas -v, sm_90 (numba 0.68.1's CUDA target, CUDA 13.0)"
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """Resident blocks and warps per SM for one kernel launch shape, and what limits them."""
+
+    blocks: int
+    warps: int
+    occupancy: float  # resident warps / the SM's maximum
+    limiter: str      # "threads", "blocks", "registers" or "shared memory"
+
+
+def occupancy(threads_per_block: int, registers_per_thread: int, shared_bytes: int = 0, *,
+              sm: MultiprocessorLimits = H100_SM) -> Occupancy:
+    """Occupancy: the warps an SM holds at once divided by the most it can hold.
+
+    Each resource gives a number of blocks that fit: warps (``max_warps`` over the block's
+    warps), blocks (``max_blocks``), registers (a warp takes ``32 × registers`` rounded up to
+    ``register_unit``) and shared memory (``shared_bytes`` plus a reserved kilobyte per block).
+    The smallest wins. It says how many warps the SM can switch between to hide the latency
+    of loads; it is not how many SMs a grid keeps busy (that is the grid's size).
+    """
+    threads_per_block = validation.positive_int("threads_per_block", threads_per_block,
+                                                maximum=MAX_THREADS_PER_BLOCK)
+    registers_per_thread = validation.positive_int("registers_per_thread",
+                                                   registers_per_thread, maximum=255)
+    shared_bytes = validation.integer("shared_bytes", shared_bytes, minimum=0,
+                                      maximum=sm.shared_bytes)
+    warps_per_block = math.ceil(threads_per_block / WARP_SIZE)
+    per_warp = math.ceil(registers_per_thread * WARP_SIZE / sm.register_unit) * sm.register_unit
+    fits = {
+        "threads": sm.max_warps // warps_per_block,
+        "blocks": sm.max_blocks,
+        "registers": (sm.registers // per_warp) // warps_per_block,
+        "shared memory": (sm.shared_bytes // (shared_bytes + sm.shared_per_block_reserved)
+                          if shared_bytes else sm.max_blocks),
+    }
+    limiter = min(fits, key=lambda k: fits[k])
+    blocks = fits[limiter]
+    warps = blocks * warps_per_block
+    return Occupancy(blocks, warps, warps / sm.max_warps, limiter)
+
+
 # ------------------------------------------------------------ register-blocked matmul shape
 
 

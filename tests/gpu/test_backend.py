@@ -234,3 +234,28 @@ def test_blocking_shapes():
 def test_blocking_refuses_shapes_a_gpu_cannot_run(args, kwargs, match):
     with pytest.raises(ValueError, match=match):
         gpu.blocking(*args, **kwargs)
+
+
+@pytest.mark.parametrize("threads, registers, shared, blocks, share, limiter", [
+    (256, 32, 2048, 8, 1.0, "threads"),        # the tiled kernel: 8 blocks, every warp slot
+    (256, 126, 4096, 2, 0.25, "registers"),    # register blocking: 126 × 32 → 4096 per warp
+    (256, 198, 8192, 1, 0.125, "registers"),   # 198 registers: one block of 8 warps
+    (128, 28, 0, 16, 1.0, "threads"),          # the product: 16 blocks of 4 warps
+    (32, 16, 0, 32, 0.5, "blocks"),            # tiny blocks hit the 32-block limit first
+    (256, 32, 60 * 1024, 3, 0.375, "shared memory"),  # 3 × (60 + 1) KiB fit in 228 KiB
+])
+def test_occupancy_is_resident_warps_over_the_maximum(threads, registers, shared, blocks, share,
+                                                      limiter):
+    got = gpu.occupancy(threads, registers, shared)
+    assert (got.blocks, got.occupancy, got.limiter) == (blocks, share, limiter)
+    assert got.warps == blocks * -(-threads // 32)
+
+
+@pytest.mark.parametrize("args, match", [
+    ((0, 32), "threads_per_block"), ((2048, 32), "threads_per_block"),
+    ((256, 0), "registers_per_thread"), ((256, 300), "registers_per_thread"),
+    ((256, 32, -1), "shared_bytes"), ((256, 32, "4k"), "shared_bytes"),
+])
+def test_occupancy_refuses_bad_input(args, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        gpu.occupancy(*args)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 SCRIPT = textwrap.dedent('''
-    import json, os, subprocess, sys, tempfile
+    import json, os, re, subprocess, sys, tempfile
     import numpy as np
     from numba import cuda, float32, float64
     from numba.cuda.cudadrv import nvvm
@@ -49,7 +49,7 @@ SCRIPT = textwrap.dedent('''
             jobs.append((f"wide {s.bm}x{s.bn}x{s.bk}", mm.wide_kernel(s, dt), (m, m, m)))
         for name, kernel, sig in jobs:
             ptx, _ = cuda.compile_ptx(py(kernel), sig, cc=(9, 0))
-            spills = None
+            spills = registers = None
             if ptxas:
                 with tempfile.TemporaryDirectory() as tmp:
                     src = os.path.join(tmp, "k.ptx")
@@ -60,8 +60,12 @@ SCRIPT = textwrap.dedent('''
                                           text=True)
                     spills = (done.stderr.count(" 0 bytes spill stores")
                               if done.returncode == 0 else done.stderr[-300:])
-            out["kernels"][f"{np.dtype(dt).name} {name}"] = {"f64": ptx.count(".f64"),
-                                                             "spills": spills}
+                    used = re.search(r"Used (\\d+) registers", done.stderr)
+                    registers = int(used.group(1)) if used else None
+            out["kernels"][f"{np.dtype(dt).name} {name}"] = {
+                "f64": ptx.count(".f64"), "spills": spills, "registers": registers,
+                "vector_global_loads": ptx.count("ld.global.v"),
+                "global_loads": ptx.count("ld.global.")}
     print("RESULT " + json.dumps(out))
 ''')
 
@@ -134,3 +138,24 @@ def test_small_grids_silences_numbas_own_occupancy_warning_and_nothing_more():
     assert quiet == [] and full == []
     assert grid_2d == ["NumbaPerformanceWarning: Grid size 64 will likely result in GPU "
                        "under-utilization due to low occupancy."]
+
+
+def test_the_lessons_register_table_is_what_ptxas_reports(compiled):
+    # Lesson 10 prints occupancy from these counts on the simulator: they must be the compiler's.
+    from mlpar.gpu import backend
+
+    names = {"product": "float32 product", "naive": "float32 naive",
+             "tiled 16×16": "float32 tiled", "register 64×64, 4×4": "float32 register",
+             "wide 128×128, 8×8": "float32 wide 128x128x8"}
+    found = {label: compiled[key]["registers"] for label, key in names.items()}
+    if None in found.values():
+        pytest.skip("no ptxas here (it comes with nvidia-cuda-nvcc-cu12 or a CUDA toolkit)")
+    assert found == backend.PTXAS_REGISTERS_SM90
+
+
+def test_step_3_issues_scalar_global_loads_as_the_lesson_says(compiled):
+    # The lesson says step 3's runs of 4 still compile to scalar loads: if numba ever emits
+    # ld.global.v4 for them, this fails and the lesson's text must change with it.
+    wide = {name: k for name, k in compiled.items() if name.startswith("float32 wide")}
+    assert wide and all(k["vector_global_loads"] == 0 and k["global_loads"] > 0
+                        for k in wide.values())
