@@ -3,12 +3,40 @@ predict-then-measure exercise: the steps randomized gossip needs."""
 
 from __future__ import annotations
 
+import sys
+
 import networkx as nx
 import numpy as np
 
 from mlpar.algorithms.distributed import gossip, topologies
 from mlpar.cluster.peer_network import PeerNetwork
 from mlpar.exercises import as_array, call, case_seed, expect, expect_close, fmt, passed
+
+
+def _refusing(name: str, banned, func, *args):
+    """``call(name, func, *args)``, refused if it runs any of ``banned`` (function, its name).
+
+    The exercise asks the student to build what the library already has: a call into the
+    library's version, however imported or wrapped, is seen by the profiler hook, which sees
+    every Python function call that starts while the student's function runs.
+    """
+    codes = {f.__code__: label for f, label in banned}
+    seen = []
+
+    def watch(frame, event, _arg):
+        if event == "call" and frame.f_code in codes:
+            seen.append(codes[frame.f_code])
+
+    before = sys.getprofile()
+    sys.setprofile(watch)
+    try:
+        result = call(name, func, *args)
+    finally:
+        sys.setprofile(before)
+    if seen:
+        raise AssertionError(f"{name}: your function calls {seen[0]}, the library's version of "
+                             "what this exercise asks you to write; write it yourself")
+    return result
 
 
 def _graphs():
@@ -28,8 +56,10 @@ def check_mh_weights(mh_weights) -> None:
     for case, g in _graphs():
         n, edges = g.number_of_nodes(), [tuple(e) for e in g.edges]
         expected = topologies.metropolis_weights(g)
-        got = as_array(name, call(name, mh_weights, n, list(edges)), what=f"W for {case}",
-                       shape=(n, n))
+        banned = [(topologies.metropolis_weights, "topologies.metropolis_weights"),
+                  (topologies.mixing_matrix, "topologies.mixing_matrix")]
+        got = as_array(name, _refusing(name, banned, mh_weights, n, list(edges)),
+                       what=f"W for {case}", shape=(n, n))
         if not np.allclose(got, got.T, atol=1e-12):
             rows = (np.asarray(nx.to_numpy_array(g, nodelist=range(n))) + np.eye(n))
             hint = ""
@@ -58,7 +88,9 @@ def check_rounds_to_eps(rounds_to_eps) -> None:
              ("a hypercube of 16", topologies.topology_matrix("hypercube", 16), 1e-8)]
     for case, W, eps in cases:
         expected = topologies.rounds_to(topologies.rho(W), eps)
-        got = call(name, rounds_to_eps, W.copy(), eps)
+        banned = [(topologies.rho, "topologies.rho"), (topologies.rounds_to, "topologies.rounds_to"),
+                  (topologies.spectrum, "topologies.spectrum")]
+        got = _refusing(name, banned, rounds_to_eps, W.copy(), eps)
         value = float(as_array(name, got, what=f"the rounds for {case}", ndim=0))
         if value != expected:
             values = np.sort(np.linalg.eigvalsh(W))[::-1]
@@ -85,13 +117,59 @@ def check_rounds_to_eps(rounds_to_eps) -> None:
            "slowest direction")
 
 
+class RingNetwork(PeerNetwork):
+    """The check's network: ``send`` works only from node i to node (i + 1) mod n, and logs.
+
+    ``poisoned``: a node every message to which arrives as NaN, to see whether that node's
+    result is built from what it received (a ring all-reduce's is, entirely) or computed from
+    the other nodes' vectors directly.
+    """
+
+    def __init__(self, n: int, exercise: str, poisoned: int | None = None):
+        super().__init__(n)
+        self.exercise, self.poisoned, self.log = exercise, poisoned, []
+
+    def send(self, src, dst, value, start=None):
+        if any(f.f_code is gossip.ring_allreduce.__code__ for f in _frames()):
+            raise AssertionError(f"{self.exercise}: your function calls gossip.ring_allreduce, "
+                                 "the library's version of what this exercise asks you to write; "
+                                 "write the ring yourself")
+        n = self.n_nodes
+        if isinstance(src, (int, np.integer)) and isinstance(dst, (int, np.integer)) \
+                and 0 <= src < n and dst != (src + 1) % n:
+            raise AssertionError(
+                f"{self.exercise}: n = {n}: node {src} sent to node {dst}; on a ring node i sends "
+                f"only to (i + 1) mod n = {(src + 1) % n}" + (
+                    " (sending chunk j straight to node j is an all-to-all exchange, not a ring)"
+                    if dst != src else ""))
+        arrived = super().send(src, dst, value, start)
+        self.log.append((int(src), arrived.size))
+        if dst == self.poisoned:
+            arrived = np.full_like(arrived, np.nan)
+        return arrived
+
+
+def _frames():
+    frame = sys._getframe(1)
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
 def check_ring_allreduce(ring_allreduce) -> None:
-    """``ring_allreduce(net, vectors)`` → the mean on every node, sending 2(n−1)M/n per node."""
+    """``ring_allreduce(net, vectors)`` → the mean on every node, sending 2(n−1)M/n per node.
+
+    The network refuses any message that is not to the next node on the ring; each node must
+    send 2(n−1) chunks of M/n; and a second run, in which every message to the last node
+    arrives as NaN, must leave that node's whole result NaN: a ring all-reduce builds every
+    element of a node's result from what it received, so a mean computed centrally (with
+    dummy sends beside it) shows up as a finite result.
+    """
     name = "Exercise 3 (ring all-reduce)"
     for n in (2, 3, 4, 8):
         d = 24  # a multiple of every n here: each node then sends exactly 2(n−1)M/n
         vectors = gossip.seeded_vectors(n, d, seed=case_seed(n))
-        net = PeerNetwork(n)
+        net = RingNetwork(n, name)
         got = call(name, ring_allreduce, net, [v.copy() for v in vectors])
         if got is None or isinstance(got, np.ndarray) and got.ndim == 1:
             raise AssertionError(f"{name}: n = {n}: expected a list with one vector per node, "
@@ -104,20 +182,44 @@ def check_ring_allreduce(ring_allreduce) -> None:
         want = 2 * (n - 1) * M // n
         if not np.all(sent == want):
             hint = ""
-            if sent[0] >= (n - 1) * M and n > 2 and np.all(sent[1:] <= M):
-                hint = " (node 0 sends to everybody: that is gather-and-broadcast, not a ring)"
-            elif sent.sum() == 0:
+            if sent.sum() == 0:
                 hint = " (nothing was sent: use net.send(src, dst, array) for every message)"
+            elif np.all(sent > want):
+                hint = (" (whole vectors passed around the ring: send one chunk of M/n per step, "
+                        "reduce-scatter then all-gather)")
             raise AssertionError(f"{name}: n = {n}, M = {M} bytes: nodes sent {sent.tolist()} "
                                  f"bytes, expected {want} each, 2(n−1)M/n{hint}")
-    passed(name, "exact mean on every node and 2(n−1)M/n bytes sent per node for n = 2, 3, 4, 8")
+        counts = np.bincount([src for src, _ in net.log], minlength=n)
+        expect(name, np.all(counts == 2 * (n - 1)),
+               f"n = {n}: nodes sent {counts.tolist()} messages, expected 2(n − 1) = "
+               f"{2 * (n - 1)} each: n − 1 steps of reduce-scatter, then n − 1 of all-gather, "
+               "one chunk of M/n per step")
+        poisoned = RingNetwork(n, name, poisoned=n - 1)
+        got = call(name, ring_allreduce, poisoned, [v.copy() for v in vectors])
+        last = as_array(name, got, what=f"the results for n = {n}", shape=(n, d), finite=False)[-1]
+        if np.any(np.isfinite(last)):
+            raise AssertionError(
+                f"{name}: n = {n}: with every message to node {n - 1} replaced by NaN, node "
+                f"{n - 1}'s result still has {int(np.isfinite(last).sum())} finite entries of "
+                f"{d}: they were not built from what it received (a mean computed from all the "
+                "vectors at once, with sends beside it, is not a ring all-reduce; each node may "
+                "use only its own vector and the chunks that reach it)")
+    passed(name, "exact mean on every node, built from what each node received, 2(n − 1) "
+           "messages and 2(n−1)M/n bytes per node, all to the next node, for n = 2, 3, 4, 8")
 
 
 # -- Exercise 4: predict the steps of randomized gossip, then measure them -----------------------
 
 
 def gossip_steps(n: int, eps: float) -> int:
-    """Fewest steps t with (1 − 1/(n − 1))ᵗ ≤ ε: E‖x_t − x̄‖² ≤ ε‖x_0 − x̄‖² on the complete graph."""
+    """Fewest steps t with (1 − 1/(n − 1))ᵗ ≤ ε: E‖x_t − x̄‖² ≤ ε‖x_0 − x̄‖² on the complete graph.
+
+    n = 2: the rate is 0, one step averages the only pair exactly (1 step for any ε < 1).
+    """
+    if eps >= 1:
+        return 0
+    if n == 2:
+        return 1
     return int(np.ceil(np.log(eps) / np.log(1 - 1 / (n - 1)) - 1e-12))
 
 
@@ -140,17 +242,22 @@ def check_gossip_steps(predict_steps) -> None:
     check then measures the mean of seeded runs and reports how far it fell, and why."""
     name = "Exercise 4 (steps of randomized gossip)"
     rng = np.random.default_rng(case_seed(17))
-    cases = [(10, 1e-3), (3, 1e-2), (100, 0.5)]
+    cases = [(10, 1e-3), (3, 1e-2), (100, 0.5), (2, 1e-3)]
     cases += [(int(rng.integers(4, 60)), float(10 ** rng.uniform(-6, -1))) for _ in range(3)]
     for n, eps in cases:
         case = f"n = {n} nodes, ε = {fmt(eps)}"
-        got = call(name, predict_steps, n, eps)
+        got = _refusing(name, [(gossip_steps, "exercises.gossip_steps"),
+                               (topologies.rounds_to, "topologies.rounds_to")], predict_steps, n, eps)
         expect(name, got is not None, f"{case}: your function returned None; did it forget to "
                "`return`?")
         value = float(as_array(name, got, what=f"the steps for {case}", ndim=0))
         expected = gossip_steps(n, eps)
         if value == expected:
             continue
+        if n == 2:
+            raise AssertionError(f"{name}: {case}: got {fmt(value)} steps, expected 1: with two "
+                                 "nodes the rate 1 − 1/(n − 1) is 0, and one step averages the "
+                                 "only pair exactly (log 0 = −∞ makes the formula give 0)")
         rate = np.log(eps)
         misreadings = (
             (np.ceil(rate / np.log(1 - 1 / n) - 1e-12), "that uses the rate 1 − 1/n; a step "

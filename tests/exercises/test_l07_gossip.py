@@ -2,7 +2,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from mlpar.algorithms.distributed import gossip
+from mlpar.algorithms.distributed import gossip, topologies
 from mlpar.exercises import l07_gossip as ex
 
 
@@ -94,14 +94,88 @@ def all_to_all(net, vectors):
     return out
 
 
+def ring_allreduce_queue(net, vectors):  # written differently: each node a dict of chunks
+    n = len(vectors)
+    held = [dict(enumerate(np.array_split(np.asarray(v, dtype=float), n))) for v in vectors]
+    for step in range(2 * (n - 1)):
+        reduce = step < n - 1
+        k = step if reduce else step - (n - 1)
+        outgoing = [((i - k) % n if reduce else (i + 1 - k) % n) for i in range(n)]
+        arrived = [net.send(i, (i + 1) % n, held[i][outgoing[i]]) for i in range(n)]
+        for i in range(n):
+            c, dst = outgoing[i], (i + 1) % n
+            held[dst][c] = held[dst][c] + arrived[i] if reduce else arrived[i]
+    return [np.concatenate([h[c] for c in range(n)]) / n for h in held]
+
+
+def direct_reduce_scatter(net, vectors):  # review 07-08 finding 4 (a): chunk j straight to node j
+    n = len(vectors)
+    chunks = [np.array_split(np.asarray(v, dtype=float), n) for v in vectors]
+    owned = [chunks[j][j].copy() for j in range(n)]
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                owned[j] = owned[j] + net.send(i, j, chunks[i][j])
+    out = [[None] * n for _ in range(n)]
+    for j in range(n):
+        for i in range(n):
+            out[i][j] = owned[j] if i == j else net.send(j, i, owned[j])
+    return [np.concatenate(o) / n for o in out]
+
+
+def mean_with_dummy_sends(net, vectors):  # review 07-08 finding 4 (b)
+    n, M = len(vectors), len(vectors[0])
+    for _ in range(2 * (n - 1)):
+        for i in range(n):
+            net.send(i, (i + 1) % n, np.zeros(M // n))
+    return [np.mean(vectors, axis=0)] * n
+
+
+def ring_of_whole_vectors(net, vectors):  # a ring, but whole vectors, n − 1 steps
+    n = len(vectors)
+    total = [np.asarray(v, dtype=float).copy() for v in vectors]
+    passing = [t.copy() for t in total]
+    for _ in range(n - 1):
+        passing = [net.send((i - 1) % n, i, passing[(i - 1) % n]) for i in range(n)]
+        total = [t + p for t, p in zip(total, passing)]
+    return [t / n for t in total]
+
+
 def test_correct_solutions_pass(capsys):
     for f in (mh_weights, mh_weights_networkx):
         ex.check_mh_weights(f)
     for f in (rounds_to_eps, rounds_by_power):
         ex.check_rounds_to_eps(f)
-    for f in (ring_allreduce, ring_allreduce_own):
+    for f in (ring_allreduce_own, ring_allreduce_queue):
         ex.check_ring_allreduce(f)
     assert capsys.readouterr().out.count("passed") == 6
+
+
+@pytest.mark.parametrize("check, library, message", [
+    (ex.check_mh_weights, lambda n, e: topologies.metropolis_weights(_graph(n, e)),
+     "topologies.metropolis_weights"),
+    (ex.check_mh_weights, lambda n, e: topologies.mixing_matrix(_graph(n, e)),
+     "topologies.mixing_matrix"),
+    (ex.check_rounds_to_eps, lambda W, eps: topologies.rounds_to(topologies.rho(W), eps),
+     "topologies.rho"),
+    (ex.check_rounds_to_eps, lambda W, eps: int(np.ceil(np.log(eps) / np.log(
+        np.abs(topologies.spectrum(W))[1]))), "topologies.spectrum"),
+    (ex.check_ring_allreduce, ring_allreduce, "gossip.ring_allreduce"),
+    (ex.check_gossip_steps, lambda n, e: ex.gossip_steps(n, e), "exercises.gossip_steps"),
+    (ex.check_gossip_steps, lambda n, e: topologies.rounds_to(1 - 1 / (n - 1), e),
+     "topologies.rounds_to"),
+])
+def test_the_librarys_version_is_refused_by_name(check, library, message):
+    # Issue 35 §2/§4: each of the four passed with one call to the library the lesson imports.
+    with pytest.raises(AssertionError, match=message):
+        check(library)
+
+
+def _graph(n, edges):
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(edges)
+    return g
 
 
 @pytest.mark.parametrize("wrong, message", [
@@ -132,8 +206,11 @@ def test_rounds_wrong_answers_fail(wrong, message):
 
 
 @pytest.mark.parametrize("wrong, message", [
-    (gossip.gather_broadcast, "gather-and-broadcast"),
-    (all_to_all, "expected .* each"),
+    (gossip.gather_broadcast, "expected 2\\(n − 1\\) = 2 each"),  # n = 2: a ring of two
+    (all_to_all, "messages, expected 2\\(n − 1\\)"),  # n = 2 is a ring: caught by its count
+    (direct_reduce_scatter, "all-to-all exchange, not a ring"),
+    (mean_with_dummy_sends, "not built from what it received"),
+    (ring_of_whole_vectors, "messages, expected 2\\(n − 1\\)"),
     (lambda net, vs: [np.mean(vs, axis=0)] * len(vs), "nothing was sent"),
     (lambda net, vs: [np.sum(vs, axis=0)] * len(vs), "missing 1/n"),
     (lambda net, vs: None, "list"),
@@ -158,6 +235,8 @@ def test_unfinished_placeholder_says_not_done():
 
 
 def steps_closed_form(n, eps):
+    if n == 2:  # the rate is 0: one step averages the only pair
+        return 1
     return int(np.ceil(np.log(eps) / np.log(1 - 1 / (n - 1))))
 
 
@@ -183,6 +262,7 @@ def test_gossip_steps_solutions_pass(capsys):
     (lambda n, e: int(np.floor(np.log(e) / np.log(1 - 1 / (n - 1)))), "round up"),
     (lambda n, e: np.log(e) / np.log(1 - 1 / (n - 1)), "expected"),  # not rounded at all
     (lambda n, e: 59, "expected"),  # the lesson's case, hard-coded
+    (lambda n, e: 0 if n == 2 else steps_closed_form(n, e), "one step averages the only pair"),
     (lambda n, e: None, "None"),
     (lambda n, e: float("nan"), "Exercise 4"),
     (lambda n, e: [1, 2], "0-D"),
@@ -197,7 +277,7 @@ def test_gossip_steps_wrong_answers_fail(wrong, message):
 def test_each_exercise_is_graded_on_its_own(graded_alone):
     # Issue 25 item 3: one exercise wrong and the rest right fails exactly that check.
     right = {ex.check_mh_weights: mh_weights, ex.check_rounds_to_eps: rounds_to_eps,
-             ex.check_ring_allreduce: ring_allreduce, ex.check_gossip_steps: steps_closed_form}
+             ex.check_ring_allreduce: ring_allreduce_own, ex.check_gossip_steps: steps_closed_form}
     wrong = {ex.check_mh_weights: equal_neighbour_rows, ex.check_rounds_to_eps: rounds_lambda2,
              ex.check_ring_allreduce: gossip.gather_broadcast,
              ex.check_gossip_steps: lambda n, e: int(np.ceil(np.log(e) / np.log(1 - 1 / n)))}

@@ -5,11 +5,16 @@
 * ``pairwise_gossip``: randomized gossip (Boyd, Ghosh, Prabhakar & Shah 2006): each step one
   random edge (i, j) and both nodes take (x_i + x_j)/2. On the complete graph
   E‖x_t − x̄‖² = (1 − 1/(n−1))ᵗ ‖x_0 − x̄‖², since E[W_t] = I − (nI − 11ᵀ)/(n(n−1)).
-* ``dpsgd``: decentralized gradient descent (D-PSGD, Lian et al. 2017) on lesson 05's least
-  squares, each node with its own shard: every round, node i takes a step on its own data and
-  averages with its neighbours,  x_i ← Σ_j W_ij (x_j − η ∇f_j(x_j)).  (Lian et al. write the
-  same round with the local step added after the average; both send one model per neighbour
-  per round. In this order, W = 11ᵀ/n makes every node equal to lesson 05's gradient descent.)
+* ``dpsgd``: decentralized gradient descent with full local gradients on lesson 05's least
+  squares, each node with its own shard, in one of two orders (``order``):
+    - 'atc', adapt-then-combine (diffusion; Chen & Sayed 2012): x_i ← Σ_j W_ij (x_j − η ∇f_j(x_j)),
+      step first, then average the stepped models. W = 11ᵀ/n makes every node equal to lesson
+      05's gradient descent; stable for η < 2/L (L the largest local curvature).
+    - 'lian', D-PSGD as Lian et al. (2017) write it: x_i ← Σ_j W_ij x_j − η ∇f_i(x_i), the
+      gradient taken at the node's own, un-mixed model, so computing it can overlap sending
+      that model (the simulated round starts both at once). Stable only for
+      η < (1 + λ_n(W))/L: a W with an eigenvalue near −1 needs a much smaller step.
+  Both send one model per neighbour per round.
 * ``ring_allreduce``: reduce-scatter then all-gather around a ring (Patarasuk & Yuan 2009):
   every node ends with the exact mean. Together the nodes send 2(n−1) chunks each, 2(n−1)
   vectors' worth: 2(n−1)/n of the vector per node *on average*, whatever n. Per node that is
@@ -22,8 +27,10 @@ the α–β ``CostModel`` and counts the bytes each node sends.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
+import networkx as nx
 import numpy as np
 
 from mlpar.algorithms.distributed import topologies
@@ -32,6 +39,8 @@ from mlpar.algorithms.training import TrainingResult
 from mlpar.cluster.cost_model import CostModel
 from mlpar.cluster.peer_network import PeerNetwork
 from mlpar.core import limits, seeding, splits, validation
+
+ORDERS = ("atc", "lian")  # dpsgd's two orders of gradient step and averaging
 
 
 def _matrices(W) -> list[np.ndarray]:
@@ -184,19 +193,22 @@ def node_data(X, y, n: int, *, heterogeneous: bool = True):
 
 def dpsgd(X, y, W, *, lr: float = 0.5, n_rounds: int = 100, cost: CostModel | None = None,
           heterogeneous: bool = True, message_bytes: int | None = None,
-          duplex: bool = True, label: str = "D-PSGD") -> GossipResult:
-    """D-PSGD with full local gradients on a simulated peer network; see the module docstring.
+          duplex: bool = True, order: str = "atc", label: str = "D-PSGD") -> GossipResult:
+    """Decentralized gradient descent with full local gradients on a simulated peer network.
 
-    ``W`` (n, n) doubly stochastic (or a list, one per round in turn). Each round, node i
-    computes its gradient (priced per sample of its shard), then sends its half-step model to
-    every node j with W_ji > 0 and starts the next round when all of its in-neighbours'
-    models have arrived: no global barrier, only neighbours wait for each other.
-    ``duplex``: the peers' links (``PeerNetwork``).
+    ``W`` (n, n) doubly stochastic (or a list, one per round in turn). ``order``: 'atc'
+    (adapt-then-combine: node i computes its gradient, priced per sample of its shard, then
+    sends its stepped model) or 'lian' (Lian et al.'s D-PSGD: node i sends its current model
+    and computes its gradient at the same time, then adds the step to the average); see the
+    module docstring. Every node j with W_ji > 0 receives node i's model; a node starts the
+    next round when all of its in-neighbours' models have arrived: no global barrier, only
+    neighbours wait for each other. ``duplex``: the peers' links (``PeerNetwork``).
     """
     seq = _matrices(W)
     n = len(seq[0])
     heterogeneous = validation.flag("heterogeneous", heterogeneous)
     duplex = validation.flag("duplex", duplex)
+    order = validation.choice("order", order, ORDERS)
     lr = validation.positive("lr", lr)
     n_rounds = limits.rounds("n_rounds", n_rounds)
     label = validation.text("label", label)
@@ -220,12 +232,17 @@ def dpsgd(X, y, W, *, lr: float = 0.5, n_rounds: int = 100, cost: CostModel | No
     mean = models.mean(axis=0)
     losses, times, spread = [loss(X, y, mean)], [0.0], [0.0]
     for t in range(n_rounds):
-        half = models - lr * local_gradients(X, y, bounds, models)
-        models = seq[t % len(seq)] @ half
+        grads = local_gradients(X, y, bounds, models)
+        if order == "atc":  # step, then average the stepped models
+            models = seq[t % len(seq)] @ (models - lr * grads)
+        else:  # average the models as they were, then add the step taken at one's own
+            models = seq[t % len(seq)] @ models - lr * grads
+        began = net.ready.copy()  # when each node could start this round
         done = np.array([net.compute(i, int(sizes[i])) for i in range(n)])
+        leave = done if order == "atc" else began  # Lian: send while the gradient is computed
         pairs, rank = edges[t % len(seq)], ranks[t % len(seq)]
-        pairs = pairs[np.lexsort((done[pairs[:, 0]], rank))]
-        net.transfer_many(pairs[:, 0], pairs[:, 1], nbytes, done[pairs[:, 0]])
+        pairs = pairs[np.lexsort((leave[pairs[:, 0]], rank))]
+        net.transfer_many(pairs[:, 0], pairs[:, 1], nbytes, leave[pairs[:, 0]])
         mean = models.mean(axis=0)
         losses.append(loss(X, y, mean))
         times.append(net.elapsed())
@@ -327,16 +344,40 @@ def seeded_vectors(n: int, d: int, *, seed: int) -> list[np.ndarray]:
 # -- three designs on one problem ------------------------------------------------------------------
 
 
+ALLREDUCES = ("ring", "recursive doubling", "halving-doubling")
+
+
+def _allreduce_steps(design: str, n: int, M: int):
+    """The steps of an exact all-reduce: per step, (partner of each node, bytes each sends).
+
+    'ring': 2(n−1) steps of M/n to the right neighbour (bandwidth-optimal, latency-worst).
+    'recursive doubling': log₂ n steps, node i swaps its whole vector with i xor 2ᵏ.
+    'halving-doubling' (Rabenseifner): reduce-scatter by recursive halving (M/2, M/4, …, M/n
+    with i xor 2ᵏ), then all-gather by recursive doubling (M/n, …, M/2): 2 log₂ n steps and
+    2(n−1)M/n bytes. The last two need n = 2^τ (Thakur, Rabenseifner and Gropp 2005).
+    """
+    nodes = np.arange(n)
+    if design == "ring":
+        return [((nodes + 1) % n, M // n)] * (2 * (n - 1))
+    if n & (n - 1):
+        raise ValueError(f"n: the {design} all-reduce needs a power of two, got {n}")
+    tau = n.bit_length() - 1
+    if design == "recursive doubling":
+        return [(nodes ^ (1 << k), M) for k in range(tau)]
+    halving = [(nodes ^ (1 << k), M >> (k + 1)) for k in range(tau)]
+    return halving + [(nodes ^ (1 << k), M >> (k + 1)) for k in reversed(range(tau))]
+
+
 def _round_time(design: str, n: int, sizes, M: int, cost: CostModel, n_rounds: int):
     """Virtual seconds per round and the busiest out-link's busy seconds per round."""
     net = PeerNetwork(n + 1, cost)  # node n is the server (used by the parameter server only)
-    nodes, right = np.arange(n), (np.arange(n) + 1) % n
+    nodes = np.arange(n)
     for _ in range(n_rounds):
         start = net.elapsed()
         done = [net.compute(i, int(sizes[i]), start) for i in range(n)]
-        if design == "all-reduce":  # 2(n−1) steps, every node sends M/n to its right
-            for _step in range(2 * (n - 1)):
-                net.transfer_many(nodes, right, M // n, np.full(n, net.ready[:n].max()))
+        if design.startswith("all-reduce"):  # every step in lockstep, after the last gradient
+            for partner, nbytes in _allreduce_steps(design.split(", ")[1], n, M):
+                net.transfer_many(nodes, partner, nbytes, np.full(n, net.ready[:n].max()))
         else:  # parameter server: push gradients, then the server sends w back to everyone
             arrived = [net.transfer(i, n, M, done[i]) for i in range(n)]
             for i in range(n):
@@ -346,8 +387,10 @@ def _round_time(design: str, n: int, sizes, M: int, cost: CostModel, n_rounds: i
 
 def compare_designs(X, y, n: int, cost: CostModel, *, target: float, n_rounds: int = 300,
                     graphs=("ring", "exponential"), slowdown: float = 4.0,
-                    message_bytes: int | None = None) -> list[dict]:
-    """MapReduce-style all-reduce, a synchronous parameter server and D-PSGD on one problem.
+                    message_bytes: int | None = None,
+                    allreduces=ALLREDUCES) -> list[dict]:
+    """Exact all-reduce (each algorithm of ``allreduces``), a synchronous parameter server and
+    D-PSGD (adapt-then-combine) on one problem.
 
     Same heterogeneous shards, same step size (``stable_lr``), same cost model. Per design:
     virtual seconds per round, the busiest out-link's busy time per round, rounds until the
@@ -355,6 +398,7 @@ def compare_designs(X, y, n: int, cost: CostModel, *, target: float, n_rounds: i
     ``slowdown`` times slower (1 = no effect). ``message_bytes``: price every model or
     gradient as that many bytes (a bigger model); the least-squares model has 8·d.
     """
+    allreduces = [validation.choice("allreduces", a, ALLREDUCES) for a in allreduces]
     Xs, ys, parts = heterogeneous_split(X, y, n)
     sizes = [s.stop - s.start for s in parts]
     lr = stable_lr(X, y, n)
@@ -363,7 +407,8 @@ def compare_designs(X, y, n: int, cost: CostModel, *, target: float, n_rounds: i
         "message_bytes", message_bytes)
     exact = dpsgd(X, y, np.full((n, n), 1.0 / n), lr=lr, n_rounds=n_rounds)  # = gradient descent
     rows = []
-    for design in ("all-reduce", "parameter server"):
+    exact_designs = [f"all-reduce, {a}" for a in allreduces] + ["parameter server"]
+    for design in exact_designs:
         t, link = _round_time(design, n, sizes, M, cost, 3)
         t_slow, _ = _round_time(design, n, sizes, M, slow, 3)
         rows.append({"design": design, "round_s": t, "busiest_link_s": link,
@@ -378,3 +423,135 @@ def compare_designs(X, y, n: int, cost: CostModel, *, target: float, n_rounds: i
                      "rounds": rounds_to_loss(run, target),
                      "straggler": float(slowed.times[-1] / run.times[30])})
     return rows
+
+
+# -- the lesson's "Try it" widget: one topology, its spectrum and its consensus ------------------
+
+
+@dataclass(frozen=True)
+class ConsensusView:
+    """What the widget draws for one topology, computed without drawing.
+
+    ``matrices``: the mixing matrices used in turn (one, or τ for the one-peer graph).
+    ``errors``: ‖x_t − x̄₀‖ / ‖x_0 − x̄₀‖ against the *initial* average x̄₀, t = 0 … rounds, so
+    nodes that agree on the wrong value show a plateau instead of a fall to zero. ``rate``:
+    the factor per round the disagreement shrinks by in the slowest direction (for a cycle of
+    matrices, the τ-th root of the cycle's rate; for a W whose columns do not sum to 1, the
+    spectral radius of W − 1πᵀ, π its stationary distribution). ``eigenvalues``: of W, or of
+    the product over one cycle. ``floor``: the error left once the nodes agree (0 when W keeps
+    the average). ``exact_at``: the round after which the error is exactly 0, if any.
+    """
+
+    topology: str
+    n: int
+    rule: str
+    graph: object
+    matrices: list
+    errors: np.ndarray
+    rate: float
+    eigenvalues: np.ndarray
+    floor: float
+    exact_at: int | None
+    connected: bool
+    notes: tuple
+
+
+def explore_consensus(topology: str, n: int, rule: str = "metropolis", *, rounds: int = 100,
+                      p: float = 0.15, seed: int = 0) -> ConsensusView:
+    """x ← W_t x from a seeded random start on ``topology`` with ``n`` nodes and weights ``rule``.
+
+    The exponential graphs have their own weights (``rule`` is ignored and a note says so); the
+    one-peer graph cycles through its τ matrices. A rule whose W is only row-stochastic
+    ('equal_neighbour' on an irregular graph) is run as it is: the nodes agree, on πᵀx₀.
+    Raises ``ValueError`` for a size the topology does not have (a torus of 4, a hypercube of 12).
+    """
+    validation.choice("topology", topology, topologies.TOPOLOGIES)
+    validation.choice("rule", rule, topologies.RULES)
+    rounds = validation.integer("rounds", rounds, minimum=1, maximum=10_000)
+    seed = validation.seed("seed", seed)
+    g = topologies.graph(topology, n, p=p, seed=seed)
+    n = g.number_of_nodes()
+    notes = []
+    if topology == "exponential":
+        matrices = [topologies.exponential_matrix(n)]
+    elif topology == "one_peer_exponential":
+        matrices = topologies.one_peer_matrices(n)
+    else:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            matrices = [topologies.mixing_matrix(g, rule)]
+        notes += [str(w.message) for w in caught]
+    if topology in ("exponential", "one_peer_exponential") and rule != "metropolis":
+        notes.append(f"the {topology} graph has its own weights; the rule {rule!r} is not used")
+    cycle = np.eye(n)
+    for w in matrices:
+        cycle = w @ cycle
+    eigenvalues = np.linalg.eigvals(cycle)
+    eigenvalues = eigenvalues[np.argsort(-np.abs(eigenvalues))]
+    # π: the left eigenvector of eigenvalue 1 (uniform when the columns sum to 1)
+    values, vectors = np.linalg.eig(cycle.T)
+    pi = np.real(vectors[:, np.argmin(np.abs(values - 1))])
+    pi = pi / pi.sum() if abs(pi.sum()) > 1e-12 else np.full(n, 1 / n)
+    disagreement = cycle - np.outer(np.ones(n), pi)
+    radius = float(np.abs(np.linalg.eigvals(disagreement)).max()) if n > 1 else 0.0
+    rate = min(1.0, radius) ** (1 / len(matrices))
+    x0 = np.random.default_rng(seed).standard_normal(n)
+    x, mean = x0, x0.mean()
+    start = np.linalg.norm(x - mean)
+    errors = [1.0]
+    for t in range(rounds):
+        x = matrices[t % len(matrices)] @ x
+        errors.append(np.linalg.norm(x - mean) / start)
+    errors = np.array(errors)
+    limit = np.linalg.matrix_power(cycle, 2**20) @ x0  # where the nodes end up
+    floor = float(np.linalg.norm(limit - mean) / start)
+    if nx.is_directed(g):
+        connected = nx.is_strongly_connected(g)
+    else:
+        connected = nx.is_connected(g)
+    if floor > 1e-9 and connected:
+        notes.append(f"the columns of W do not sum to 1: the nodes agree on πᵀx₀ = {pi @ x0:.3f}, "
+                     f"not on the average {mean:.3f}")
+    exact_at = len(matrices) if radius < 1e-12 else None  # the cycle's product is 11ᵀ/n
+    return ConsensusView(topology, n, rule, g, matrices, errors, rate, eigenvalues, floor,
+                         exact_at, connected, tuple(notes))
+
+
+def plot_consensus_view(view: ConsensusView, axes) -> None:
+    """The widget's three panels: the graph, the eigenvalues with the rate, the error per round."""
+    if not isinstance(view, ConsensusView):
+        raise TypeError(f"view: expected a ConsensusView, got {type(view).__name__}")
+    a, b, c = axes
+    arrows = {"arrowsize": 4} if nx.is_directed(view.graph) else {}
+    nx.draw(view.graph, nx.circular_layout(view.graph), ax=a, node_size=25, width=0.5, **arrows)
+    cycle = len(view.matrices) > 1
+    a.set_title(f"{view.topology}, n = {view.n}" + (f"\n(edges of all {len(view.matrices)} rounds)"
+                                                     if cycle else ""), fontsize=8)
+    b.plot(np.real(view.eigenvalues), np.imag(view.eigenvalues), "o", ms=4)
+    theta = np.linspace(0, 2 * np.pi, 200)
+    radius = view.rate ** len(view.matrices)
+    b.plot(radius * np.cos(theta), radius * np.sin(theta), "r--", lw=1,
+           label=f"slowest |λ| = {radius:.3f}")
+    b.plot(np.cos(theta), np.sin(theta), color="0.8", lw=0.5)
+    b.set_xlim(-1.15, 1.15)
+    b.set_ylim(-1.15, 1.15)
+    b.set_aspect("equal")
+    b.set_xlabel("Re λ")
+    b.set_ylabel("Im λ")
+    b.set_title("eigenvalues of " + (f"one cycle W_{len(view.matrices) - 1}⋯W_0" if cycle
+                                     else "W"), fontsize=8)
+    b.legend(fontsize=7, loc="lower left")
+    t = np.arange(len(view.errors))
+    c.semilogy(t, np.maximum(view.errors, 1e-16), label="‖x_t − x̄₀‖ / ‖x_0 − x̄₀‖")
+    if view.floor > 1e-9:
+        c.axhline(view.floor, color="tab:red", lw=1,
+                  label="agreed, on πᵀx₀ ≠ x̄₀" if view.connected
+                  else "each component on its own average")
+    else:
+        c.semilogy(t, np.maximum(view.rate ** t, 1e-16), "k:",
+                   label=f"{view.rate:.3f}ᵗ" + (" (per round, over a cycle)" if cycle else " = ρᵗ"))
+    if view.exact_at is not None:
+        c.axvline(view.exact_at, color="tab:green", lw=1, label=f"exact at t = {view.exact_at}")
+    c.set_ylim(1e-16, 2)
+    c.set_xlabel("round t")
+    c.legend(fontsize=7)

@@ -276,7 +276,7 @@ def spectral_gap(W) -> float:
 
 
 def rounds_to(rho_value: float, eps: float) -> int:
-    """Rounds t for ρᵗ ≤ ε: ⌈log ε / log ρ⌉ (0 if ρ = 0, and ε ≥ 1 needs none)."""
+    """Rounds t for ρᵗ ≤ ε: ⌈log ε / log ρ⌉ (1 if ρ = 0: one round averages exactly; 0 if ε ≥ 1)."""
     rho_value = validation.number("rho_value", rho_value, low=0.0, high=1.0, high_open=True)
     eps = validation.positive("eps", eps)
     if eps >= 1:

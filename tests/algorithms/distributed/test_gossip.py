@@ -156,3 +156,101 @@ def test_nan_is_named_before_any_gossip_actor_starts(monkeypatch):
     with pytest.raises(ValueError, match=r"y: NaN at position 5"):
         with GD.gossip_nodes(NoActors(), X, y, T.topology_matrix("ring", 3)):
             pass
+
+
+# -- the two orders of D-PSGD (review 07-08, finding 1) ---------------------------------------------
+
+
+def test_lian_order_differs_from_atc_and_needs_the_smaller_step():
+    X, y = house_prices.load()
+    opt = mapreduce.loss(X, y, np.linalg.lstsq(X, y, rcond=None)[0])
+    J = np.full((8, 8), 1 / 8)
+    reference = mapreduce.gradient_descent(X, y, n_workers=8, lr=0.5, n_iter=30)
+    atc = G.dpsgd(X, y, J, lr=0.5, n_rounds=30, order="atc")
+    lian = G.dpsgd(X, y, J, lr=0.5, n_rounds=30, order="lian")
+    assert np.allclose(atc.models, reference.weights, rtol=1e-10, atol=1e-9)
+    assert not np.allclose(lian.models, reference.weights, rtol=1e-3)  # not gradient descent
+    W = T.topology_matrix("torus", 64)
+    lam_n = np.linalg.eigvalsh(W).min()
+    assert abs(lam_n + 0.6) < 1e-12
+    lr = G.stable_lr(X, y, 64)  # 1/L: under ATC's 2/L, above Lian's (1 + λ_n)/L = 0.4/L
+    assert G.dpsgd(X, y, W, lr=lr, n_rounds=400, order="lian").losses[-1] > 10 * opt
+    assert G.dpsgd(X, y, W, lr=lr, n_rounds=200, order="atc").losses[-1] < 1.2 * opt
+    lazy = (np.eye(64) + W) / 2  # eigenvalues ≥ 0.2: Lian's rule then allows 1.2/L
+    assert G.dpsgd(X, y, lazy, lr=lr, n_rounds=200, order="lian").losses[-1] < 1.5 * opt
+
+
+def test_lian_order_overlaps_compute_with_the_sends():
+    X, y = house_prices.load()
+    cost = CostModel(alpha=50e-6, beta=1e-9, per_sample=1e-6)
+    W = T.topology_matrix("ring", 8)
+    atc = G.dpsgd(X, y, W, lr=0.01, n_rounds=10, cost=cost, order="atc")
+    lian = G.dpsgd(X, y, W, lr=0.01, n_rounds=10, cost=cost, order="lian")
+    compute = cost.per_sample * len(y) / 8  # 500 µs, longer than a round's two sends
+    sends = 2 * cost.message_time(8 * X.shape[1])
+    assert sends < compute
+    saved = (atc.times[-1] - lian.times[-1]) / 10
+    assert saved == pytest.approx(sends, rel=1e-6)  # the sends hide behind the gradient
+    with pytest.raises(ValueError, match="order"):
+        G.dpsgd(X, y, W, order="awc")
+
+
+# -- exact all-reduces beside gossip (review 07-08, finding 5) ---------------------------------------
+
+
+def test_latency_optimal_allreduces_in_the_comparison():
+    X, y = house_prices.load()
+    opt = mapreduce.loss(X, y, np.linalg.lstsq(X, y, rcond=None)[0])
+    cluster = CostModel(alpha=50e-6, beta=1e-9, per_sample=100e-6 / 125)
+    rows = {r["design"]: r for r in G.compare_designs(X, y, 32, cluster, target=1.05 * opt,
+                                                       n_rounds=150, graphs=("exponential",))}
+    ring, doubling = rows["all-reduce, ring"], rows["all-reduce, recursive doubling"]
+    # small model: α per step; ring 2(n−1) = 62 steps, recursive doubling log₂ n = 5
+    assert ring["round_s"] == pytest.approx(100e-6 + 62 * (50e-6 + 1e-9 * 40 // 32 * 8 / 8),
+                                            rel=0.02)
+    assert doubling["round_s"] == pytest.approx(100e-6 + 5 * (50e-6 + 40e-9), rel=0.01)
+    assert doubling["round_s"] <= rows["D-PSGD, exponential"]["round_s"] * 1.01
+    steps = G._allreduce_steps("halving-doubling", 8, 800)
+    assert [b for _, b in steps] == [400, 200, 100, 100, 200, 400]  # 2(n−1)M/n = 1400 bytes
+    with pytest.raises(ValueError, match="power of two"):
+        G._allreduce_steps("recursive doubling", 12, 80)
+
+
+# -- the lesson's widget through every option its text suggests (issue 31 §4) ----------------------
+
+
+def test_widget_every_topology_rule_and_size():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = 0
+    for topology in T.TOPOLOGIES:
+        for rule in T.RULES:
+            for n in (2, 9, 16):
+                try:
+                    view = G.explore_consensus(topology, n, rule)
+                except ValueError as error:  # the widget prints it: a size the topology lacks
+                    assert topology in ("torus", "hypercube") and "n:" in str(error)
+                    continue
+                fig, axes = plt.subplots(1, 3)
+                G.plot_consensus_view(view, axes)
+                plt.close(fig)
+                assert np.all(np.isfinite(view.errors)) and view.errors[0] == 1.0
+                shown += 1
+    assert shown >= 50
+    # The prompt's experiment: equal_neighbour on a star agrees, on the wrong value: a plateau.
+    star = G.explore_consensus("star", 16, "equal_neighbour")
+    assert star.floor > 0.05 and abs(star.errors[-1] - star.floor) < 1e-6
+    assert any("not on the average" in note for note in star.notes)
+    assert G.explore_consensus("star", 16, "metropolis").errors[-1] < 0.01
+    # The one-peer graph cycles through its τ matrices: exact at τ when n = 2^τ (§4).
+    for n, tau in ((16, 4), (64, 6)):
+        view = G.explore_consensus("one_peer_exponential", n)
+        assert len(view.matrices) == tau and view.exact_at == tau
+        assert view.errors[tau] < 1e-12 and view.errors[tau - 1] > 1e-3
+    assert G.explore_consensus("one_peer_exponential", 12).exact_at is None
+    # A disconnected random graph: components keep their own averages.
+    er = G.explore_consensus("erdos_renyi", 16, "metropolis", p=0.12)
+    assert not er.connected and er.floor > 0.01
