@@ -1,9 +1,11 @@
 """What is this machine? The facts that decide what parallelism can show here.
 
-* **Cores.** ``os.cpu_count()`` counts the machine's cores, not the ones you may use. The
-  scheduler's *affinity* mask says which cores this process may run on, and a container's
-  cgroup *quota* (Binder's way of limiting you) says how much CPU time it gets per period:
-  a quota of 200000 µs per 100000 µs is two cores' worth, whatever the affinity says.
+* **Cores.** ``os.cpu_count()`` counts the machine's *logical* CPUs (hardware threads: two per
+  core with SMT), not the ones you may use. The scheduler's *affinity* mask says which logical
+  CPUs this process may run on, and a container's cgroup *quota* (Binder's way of limiting you)
+  says how much CPU time it gets per period: a quota of 200000 µs per 100000 µs is two cores'
+  worth, whatever the affinity says. OpenBLAS and numba size their thread pools from the
+  affinity, not from the quota nor the physical cores (``physical_cores``).
 * **BLAS.** numpy's matrix products run in a BLAS library (OpenBLAS, MKL, ...) with its own
   thread pool, which ``threadpoolctl`` can inspect and limit.
 * **numba.** Its version, thread count and threading layer.
@@ -29,6 +31,45 @@ def cores_by_affinity() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def physical_cores(root: str | os.PathLike = "/sys/devices/system/cpu") -> int | None:
+    """Physical cores among the logical CPUs this process may run on, or None when unknown.
+
+    Two logical CPUs of one core (SMT siblings) share its arithmetic units, so compute-bound
+    threads gain little beyond one per physical core. Read from each CPU's
+    ``topology/physical_package_id`` and ``topology/core_id`` under ``root``.
+    """
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root: expected a path (str or pathlib.Path), got {type(root).__name__}")
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        range(os.cpu_count() or 1)
+    found = set()
+    for cpu in cpus:
+        topology = Path(root) / f"cpu{cpu}" / "topology"
+        try:
+            found.add(((topology / "physical_package_id").read_text().strip(),
+                       (topology / "core_id").read_text().strip()))
+        except OSError:
+            return None
+    return len(found) or None
+
+
+def simd_extensions() -> str:
+    """The widest vector extensions numpy found on this CPU, e.g. ``"AVX2, FMA3"``; "unknown"."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # numpy < 2 keeps it elsewhere; ARM reports NEON/ASIMD/SVE
+        try:
+            from numpy.core._multiarray_umath import __cpu_features__ as features
+        except ImportError:
+            return "unknown"
+    widest = [("AVX512F", "AVX-512"), ("AVX2", "AVX2"), ("AVX", "AVX"), ("SVE", "SVE"),
+              ("ASIMD", "NEON/ASIMD"), ("SSE2", "SSE2")]
+    names = [label for key, label in widest if features.get(key)][:1]
+    if features.get("FMA3"):
+        names.append("FMA3")
+    return ", ".join(names) or "unknown"
 
 
 def cores_by_quota(root: str | os.PathLike = "/sys/fs/cgroup") -> float | None:
@@ -217,10 +258,12 @@ def environment_report(measure_bandwidth: bool = True) -> EnvironmentReport:
     rows = [
         ("python", platform.python_version()),
         ("machine", f"{platform.system()} {platform.machine()}"),
-        ("cores (os.cpu_count)", str(os.cpu_count())),
+        ("logical CPUs (os.cpu_count)", str(os.cpu_count())),
         ("cores (affinity)", str(cores_by_affinity())),
+        ("physical cores (in affinity)", str(physical_cores() or "not reported")),
         ("cores (cgroup quota)", "no limit" if quota is None else f"{quota:g}"),
         ("cores usable (joblib.cpu_count)", str(usable_cores())),
+        ("SIMD (numpy's dispatch)", simd_extensions()),
         ("numpy", np.__version__),
     ]
     blas = blas_info()

@@ -19,26 +19,35 @@ from mlpar.exercises import call, case_seed, expect, expect_close, fmt, passed
 
 
 class RecordingExecutor:
-    """A real thread pool that also records every task handed to it (``submit`` or ``map``)."""
+    """A real thread pool that also records every task handed to it (``submit`` or ``map``):
+    its arguments, and what it returned once it ran on a worker thread."""
 
     def __init__(self, workers: int = 2):
         self._pool = ThreadPoolExecutor(max_workers=workers)
         self._lock = threading.Lock()
         self.tasks: list[tuple] = []  # (function, args) per task
+        self.results: dict[int, object] = {}  # task number -> what it returned
 
     def _record(self, fn, args):
         with self._lock:
             self.tasks.append((fn, args))
+            number = len(self.tasks) - 1
+
+        def task(*call_args, **call_kwargs):
+            value = fn(*call_args, **call_kwargs)
+            with self._lock:
+                self.results[number] = value
+            return value
+
+        return task
 
     def submit(self, fn, /, *args, **kwargs):
-        self._record(fn, args + tuple(kwargs.values()))
-        return self._pool.submit(fn, *args, **kwargs)
+        return self._pool.submit(self._record(fn, args + tuple(kwargs.values())), *args, **kwargs)
 
     def map(self, fn, *iterables, **kwargs):
         columns = [list(it) for it in iterables]
-        for args in zip(*columns):
-            self._record(fn, args)
-        return self._pool.map(fn, *columns, **kwargs)
+        tasks = [self._record(fn, args) for args in zip(*columns)]
+        return self._pool.map(lambda task, *args: task(*args), tasks, *columns, **kwargs)
 
     def shutdown(self):
         self._pool.shutdown(wait=True)
@@ -48,6 +57,14 @@ class RecordingExecutor:
 
     def __exit__(self, *exc):
         self.shutdown()
+
+
+def _task_chunk(args) -> np.ndarray | None:
+    """The one chunk a task received: its array argument (``np.dot(c, c)`` passes it twice)."""
+    arrays = [a for a in args if isinstance(a, np.ndarray)]
+    if not arrays or any(not np.array_equal(a, arrays[0]) for a in arrays[1:]):
+        return None if not arrays else np.concatenate([a.ravel() for a in arrays])
+    return arrays[0]
 
 
 # (n, n_chunks): even split, a remainder, more chunks than the pool has threads, one chunk
@@ -64,19 +81,34 @@ def check_parallel_sum_of_squares(parallel_sum_of_squares) -> None:
         with RecordingExecutor(workers=2) as pool:
             got = call(name, parallel_sum_of_squares, x.copy(), pool, k)
         expected = float(x @ x)
-        chunks = [a for _, args in pool.tasks for a in args if isinstance(a, np.ndarray)]
         expect(name, len(pool.tasks) > 0,
                f"{case}: no task reached the executor; call executor.map or executor.submit "
                "so the chunks run on the pool, not in your own loop")
         expect(name, len(pool.tasks) == k,
                f"{case}: {len(pool.tasks)} task(s) reached the executor, expected one per chunk ({k})")
+        chunks = [_task_chunk(args) for _, args in pool.tasks]
+        expect(name, all(c is not None for c in chunks),
+               f"{case}: a task received no array; expected each task to receive its chunk "
+               "(executor.submit(f, chunk) or executor.map(f, chunks))")
         sizes = [c.size for c in chunks]
-        expect(name, len(chunks) == k and sum(sizes) == n,
+        expect(name, sum(sizes) == n and np.isclose(sum(float(c @ c) for c in chunks), expected,
+                                                    rtol=1e-10),
                f"{case}: the tasks received arrays of sizes {sizes}; expected {k} chunks that "
                f"together hold the {n} elements once (np.array_split does that)")
         expect(name, max(sizes) - min(sizes) <= 1,
                f"{case}: chunk sizes {sizes} are unbalanced; the slowest task sets the pace, so "
                "make them differ by at most one element")
+        for i, chunk in enumerate(chunks):
+            done = pool.results.get(i)
+            own = float(chunk @ chunk)
+            try:
+                ok = done is not None and np.isclose(float(done), own, rtol=1e-10)
+            except (TypeError, ValueError):
+                ok = False
+            expect(name, ok,
+                   f"{case}: task {i} returned {fmt(done)}, expected its chunk's sum of squares "
+                   f"{fmt(own)}: the work must happen in the tasks on the pool, and the caller "
+                   "only adds up what they return")
         try:
             value = float(got)
         except (TypeError, ValueError):
@@ -154,25 +186,127 @@ class _Watched(np.ndarray):
         return np.asarray(self).dot(np.asarray(other), out=out)
 
 
+class _BlasTimeline:
+    """What the BLAS thread limit was while the student's function ran, line by line.
+
+    Two records, in one sequence: every change of a BLAS pool's size (threadpoolctl's
+    controllers, however the limit was spelled: ``threadpool_limits`` as a ``with`` block or a
+    call, ``ThreadpoolController().limit``), and every line the function executed, with the
+    limit in force when it started and whether the product's value was visible yet (in a
+    local variable, or as the value returned). The line that made the product is the last one
+    before its value appears; the limit during that line is the one the product ran under,
+    however the inputs were converted first (``np.asarray``, a copy).
+    """
+
+    def __init__(self, expected: np.ndarray):
+        from threadpoolctl import ThreadpoolController
+
+        self.expected = expected
+        self.controllers = ThreadpoolController().select(user_api="blas").lib_controllers
+        self.events: list[tuple[str, int, bool]] = []  # (kind, threads, product visible)
+
+    def threads(self) -> int:
+        return max((c.get_num_threads() or 0 for c in self.controllers), default=0)
+
+    def _is_product(self, value) -> bool:
+        if not isinstance(value, (np.ndarray, list, tuple)) and not hasattr(value, "__array__"):
+            return False
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            return False
+        return arr.shape == self.expected.shape and np.allclose(arr, self.expected, rtol=1e-12)
+
+    def call(self, func, *args):
+        import sys
+
+        code = getattr(func, "__code__", None)
+        classes = {type(c) for c in self.controllers}
+        saved = {cls: cls.set_num_threads for cls in classes}
+
+        def logged(original):
+            def set_num_threads(controller, num_threads):
+                self.events.append(("set", int(num_threads), False))
+                return original(controller, num_threads)
+            return set_num_threads
+
+        def local(frame, event, arg):
+            if event == "line":
+                seen = any(self._is_product(v) for v in frame.f_locals.values())
+                self.events.append(("line", self.threads(), seen))
+            elif event == "return":
+                self.events.append(("return", self.threads(), self._is_product(arg)))
+            return local
+
+        def outer(frame, event, arg):
+            return local if frame.f_code is code else None
+
+        previous = sys.gettrace()
+        try:
+            for cls in classes:
+                cls.set_num_threads = logged(saved[cls])
+            if code is not None:
+                sys.settrace(outer)
+            return func(*args)
+        finally:
+            sys.settrace(previous)
+            for cls, original in saved.items():
+                cls.set_num_threads = original
+
+    def product_threads(self) -> set[int] | None:
+        """The BLAS thread limits in force while the line that made the product ran; None
+        when the product's value never appeared in the function's own frame."""
+        first = next((i for i, (kind, _, seen) in enumerate(self.events) if seen), None)
+        if first is None:
+            return None
+        start = max((i for i, (kind, _, _) in enumerate(self.events[:first]) if kind == "line"),
+                    default=None)
+        if start is None:
+            return None
+        during = {self.events[start][1]}
+        # a limit entered on that very line (`with threadpool_limits(1): return A @ B` on one
+        # line) counts; a limit restored after the product (the `with` block's exit) does not
+        for kind, threads, _ in self.events[start + 1:first]:
+            if kind == "set":
+                during.add(threads)
+                break
+        return during
+
+
 def check_one_blas_thread(matmul_one_blas_thread) -> None:
-    """``matmul_one_blas_thread(A, B)`` → A @ B, computed while BLAS runs one thread."""
+    """``matmul_one_blas_thread(A, B)`` → A @ B, computed while BLAS runs one thread.
+
+    The limit in force is read while the student's function runs, at the line that computes
+    the product (``_BlasTimeline``), and at every product the inputs enter directly
+    (``_Watched``), so an answer that converts its inputs first is judged like any other.
+    """
     from threadpoolctl import threadpool_limits
 
     name = "Exercise 3 (one BLAS thread)"
     rng = np.random.default_rng(case_seed(3))
     A, B = rng.random((60, 40)), rng.random((40, 30))
+    expected = A @ B
     _Watched.seen = []
+    if not callable(matmul_one_blas_thread):
+        call(name, matmul_one_blas_thread)  # the usual "expected a function" message
+    timeline = _BlasTimeline(expected)
     # Give BLAS two threads first, so a solution that sets no limit is seen even on one core.
     with threadpool_limits(limits=2, user_api="blas"):
-        got = call(name, matmul_one_blas_thread, A.view(_Watched), B.view(_Watched))
-    seen = list(_Watched.seen)
-    expect(name, len(seen) > 0,
-           "no matrix product reached BLAS; compute A @ B (or np.dot) inside the limit, "
-           "rather than with Python loops")
-    expect(name, max(seen) == 1,
-           f"the matrix product ran with {max(seen)} BLAS threads; put it inside "
-           "`with threadpool_limits(limits=1, user_api='blas'):`")
-    expect_close(name, got, A @ B, what="the product", rtol=1e-12)
+        got = call(name, timeline.call, matmul_one_blas_thread, A.view(_Watched), B.view(_Watched))
+    expect_close(name, got, expected, what="the product", rtol=1e-12)
+    watched = list(_Watched.seen)
+    during = timeline.product_threads() if timeline.controllers else None
+    expect(name, bool(watched) or during is not None,
+           "the product's value never appeared inside your function: compute A @ B (or "
+           "np.dot, np.matmul) there, inside the limit, and return it")
+    if watched:
+        expect(name, max(watched) == 1,
+               f"the matrix product ran with {max(watched)} BLAS threads; put it inside "
+               "`with threadpool_limits(limits=1, user_api='blas'):`")
+    if during is not None:
+        expect(name, 1 in during,
+               f"the line that computed the product ran with {max(during)} BLAS threads; put "
+               "it inside `with threadpool_limits(limits=1, user_api='blas'):`")
     passed(name, "the product ran on one BLAS thread")
 
 
@@ -204,7 +338,7 @@ _MATMUL_MISREADINGS = (
                                               "seconds"),
 )
 
-#: The case the exercise's text shows: a 1000×1000 product at 50 GFLOP/s takes 0.04 s.
+#: A round case a student may try first (and hard-code): 1000×1000 at 50 GFLOP/s, 0.04 s.
 VISIBLE_CASE = (1000, 50.0)
 
 
@@ -233,8 +367,8 @@ def check_predict_seconds(predict_seconds) -> None:
         except (TypeError, ValueError):
             right_on_shown = False
         if right_on_shown and " got " in str(err):
-            raise AssertionError(f"{err}; your function is right only for the example in the "
-                                 "text (n=1000, gflops=50): compute the time from n and gflops"
+            raise AssertionError(f"{err}; your function is right only for n=1000, gflops=50: "
+                                 "compute the time from n and gflops"
                                  ) from None
         raise
     passed(name, f"2n³ / (gflops × 1e9) in {len(cases)} cases; now measure it")
@@ -277,10 +411,10 @@ def measure_matmul_prediction(predict_seconds, *, gflops: float, n: int = 2000,
     print(f"measured  {timing.format_seconds(t.best)} (best of {len(t.times)}, "
           f"{t.gflops:.3g} GFLOP/s): {ratio:.0%} of the predicted time")
     if ratio < 0.8:
-        why = ("faster than predicted: the rate you passed in includes fixed costs (waking BLAS's "
-               "threads, packing blocks) that weigh less in a larger product, and BLAS's blocks "
-               "run nearer their peak when there are more of them; or the machine was busier "
-               "when that rate was measured")
+        why = ("faster than predicted: most likely the rate you passed in was measured while "
+               "the machine was busier (time it again, or read the spread of its rounds); "
+               "less often, fixed costs (waking BLAS's threads, packing blocks) weigh less in "
+               "a larger product")
     elif ratio > 1.25:
         why = ("slower than predicted: other programs were using the cores while it ran, the "
                "cores clocked down (turbo) over a longer run, or the larger matrices fit the "
