@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import types
 import warnings
 
 import numpy as np
@@ -177,7 +178,154 @@ def check_axpy_kernel(kernel) -> None:
         i = int(np.argmax(~np.isclose(got, want, rtol=1e-12, atol=1e-12)))
         raise AssertionError(f"{ex}: {case}: y[{i}] became {fmt(got[i])}, expected "
                              f"y[i] + a * x[i] = {fmt(want[i])}")
-    passed(ex, f"{len(_AXPY_CASES)} launch shapes, grids smaller and larger than the array")
+    for n, blocks, threads in _AXPY_CASES:
+        _expect_grid_stride_split(ex, kernel, n, blocks, threads)
+    passed(ex, f"{len(_AXPY_CASES)} launch shapes, grids smaller and larger than the array; "
+               "each thread g handled elements g, g + G, g + 2G, ... (G threads in the grid)")
+
+
+# ---- Exercise 2's work split: which thread handled which element ----------------------------
+#
+# Right values say nothing about how the work was shared: one thread looping over every element,
+# or only block 0 working, or each thread taking a contiguous chunk (uncoalesced: a warp's 32
+# loads land far apart) all give y + a x. So the check also runs the kernel's Python body once
+# per (block, thread), one after another, with a stand-in for numba.cuda that knows the thread's
+# indices, on an array that records the global thread id of every write. It runs the same on a
+# GPU and on the simulator, and reads no clock.
+
+class _Dim3:
+    def __init__(self, x: int):
+        self.x, self.y, self.z = x, 0, 0
+
+
+class _Unmodelled(Exception):
+    pass
+
+
+class _OneThread(types.SimpleNamespace):
+    """What a kernel sees as ``cuda`` for one thread of a 1-D launch."""
+
+    def __init__(self, blocks: int, threads: int):
+        super().__init__(blockDim=_Dim3(threads), gridDim=_Dim3(blocks), threadIdx=_Dim3(0),
+                         blockIdx=_Dim3(0))
+        self.blockDim.y = self.blockDim.z = self.gridDim.y = self.gridDim.z = 1
+
+    def grid(self, ndim):
+        if ndim != 1:
+            raise _Unmodelled(f"cuda.grid({ndim}) (this kernel is 1-D: cuda.grid(1))")
+        return self.blockIdx.x * self.blockDim.x + self.threadIdx.x
+
+    def gridsize(self, ndim):
+        if ndim != 1:
+            raise _Unmodelled(f"cuda.gridsize({ndim}) (this kernel is 1-D: cuda.gridsize(1))")
+        return self.gridDim.x * self.blockDim.x
+
+    def syncthreads(self):
+        pass  # threads run one after another here, so a barrier has nothing to wait for
+
+    def __getattr__(self, name):
+        raise _Unmodelled(f"cuda.{name}")
+
+
+class _Recorded(np.ndarray):
+    """An array that notes the global id of the thread behind every element write."""
+
+    def __new__(cls, values, cuda_now, budget):
+        out = np.asarray(values, dtype=np.float64).copy().view(cls)
+        out.owners = [[] for _ in range(len(values))]
+        out.cuda_now, out.budget = cuda_now, [budget]
+        return out
+
+    def __array_finalize__(self, obj):
+        pass
+
+    def __setitem__(self, key, value):
+        index = int(key) if isinstance(key, (int, np.integer)) else None
+        if index is None or not -len(self) <= index < len(self):
+            raise IndexError(f"index {key!r} is outside 0..{len(self) - 1}")
+        self.budget[0] -= 1
+        if self.budget[0] < 0:
+            raise _Unmodelled("more than 4 writes per element (does a loop never end?)")
+        self.owners[index].append(self.cuda_now.grid(1))
+        super().__setitem__(index, value)
+
+
+def _with_cuda(func, fake):
+    # The kernel's Python function with every global or closed-over numba.cuda (and numba)
+    # replaced by the stand-in.
+    import numba
+    from numba import cuda as real_cuda
+
+    numba_stand_in = types.SimpleNamespace(cuda=fake)
+
+    def swap(value):
+        if value is real_cuda:
+            return fake
+        if value is numba:
+            return numba_stand_in
+        return value
+
+    namespace = {k: swap(v) for k, v in func.__globals__.items()}
+    closure = (tuple(types.CellType(swap(c.cell_contents)) for c in func.__closure__)
+               if func.__closure__ else None)
+    return types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__,
+                              closure)
+
+
+def thread_owners(kernel, n: int, blocks: int, threads: int, *, a: float = 2.5, seed: int = 0):
+    """Run ``kernel``'s body for every thread of a ``blocks × threads`` launch, in turn, and
+    return, for every element of y, the list of global thread ids that wrote it."""
+    fake = _OneThread(blocks, threads)
+    body = _with_cuda(kernel.py_func, fake)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n)
+    y = _Recorded(rng.standard_normal(n), fake, budget=4 * n + 4)
+    for b in range(blocks):
+        for t in range(threads):
+            fake.blockIdx.x, fake.threadIdx.x = b, t
+            body(a, x, y)
+    return y.owners
+
+
+def _expect_grid_stride_split(ex: str, kernel, n: int, blocks: int, threads: int) -> None:
+    grid = blocks * threads
+    case = f"n={n}, {blocks} block(s) of {threads} threads (G = {grid})"
+    try:
+        owners = thread_owners(kernel, n, blocks, threads)
+    except _Unmodelled as what:
+        raise AssertionError(
+            f"{ex}: {case}: the kernel uses {what}, which this exercise does not need and the "
+            "check cannot follow; index with cuda.grid(1) and cuda.gridsize(1) (or threadIdx, "
+            "blockIdx, blockDim, gridDim)") from None
+    except Exception as err:  # noqa: BLE001  (the values already passed on the real launch)
+        raise AssertionError(f"{ex}: {case}: following the work split, the kernel raised "
+                             f"{type(err).__name__}: {err}") from err
+    first = np.array([o[0] if o else -1 for o in owners])
+    expected = np.arange(n) % grid
+    if np.array_equal(first, expected) and all(len(o) == 1 for o in owners):
+        return
+    busy = sorted(set(first[first >= 0].tolist()))
+    if len(busy) == 1 and n > 1:
+        raise AssertionError(
+            f"{ex}: {case}: thread {busy[0]} handled all {n} elements and the other threads none; "
+            f"the work must be shared: thread g handles g, g + G, g + 2G, ...")
+    if blocks > 1 and max(busy) < threads:
+        raise AssertionError(
+            f"{ex}: {case}: only block 0's threads handled elements; the other {blocks - 1} "
+            "block(s) did nothing. Start at cuda.grid(1) and step by cuda.gridsize(1), the "
+            "whole grid, so that every block takes its share")
+    if n > grid and np.all(np.diff(first) >= 0):
+        raise AssertionError(
+            f"{ex}: {case}: each thread handled a contiguous chunk (thread {first[0]} took "
+            f"elements 0..{int(np.sum(first == first[0])) - 1}); then the 32 threads of a warp "
+            "load elements a chunk apart, which the memory cannot merge into one transaction "
+            "(uncoalesced). In a grid-stride loop thread g handles g, g + G, g + 2G, ..., so a "
+            "warp reads 32 neighbouring elements at every step")
+    i = int(np.flatnonzero(first != expected)[0]) if np.any(first != expected) else int(
+        next(k for k, o in enumerate(owners) if len(o) != 1))
+    raise AssertionError(
+        f"{ex}: {case}: element {i} was handled by thread(s) {owners[i]}, expected thread "
+        f"{i % grid} (i mod G): in a grid-stride loop thread g handles g, g + G, g + 2G, ...")
 
 
 # --- Exercise 5: predict, then measure ------------------------------------------------------

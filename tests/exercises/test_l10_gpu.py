@@ -158,6 +158,35 @@ KERNELS = textwrap.dedent('''
         for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
             y[i] += x[i]
 
+    @cuda.jit
+    def thread_zero_does_all(a, x, y):
+        if cuda.grid(1) == 0:
+            for i in range(x.shape[0]):
+                y[i] += a * x[i]
+
+    @cuda.jit
+    def only_block_zero(a, x, y):
+        if cuda.blockIdx.x == 0:
+            for i in range(cuda.threadIdx.x, x.shape[0], cuda.blockDim.x):
+                y[i] += a * x[i]
+
+    @cuda.jit
+    def chunk_per_thread(a, x, y):
+        # the CPU habit: thread g takes elements g*per .. (g+1)*per - 1 (uncoalesced on a GPU)
+        g, n = cuda.grid(1), x.shape[0]
+        per = (n + cuda.gridsize(1) - 1) // cuda.gridsize(1)
+        for i in range(g * per, min(n, (g + 1) * per)):
+            y[i] += a * x[i]
+
+    @cuda.jit
+    def stride_from_the_dims(a, x, y):
+        # right, written differently: the stride from gridDim and blockDim, a local copy of a
+        start = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        step = cuda.gridDim.x * cuda.blockDim.x
+        scale = a
+        for i in range(start, len(x), step):
+            y[i] = scale * x[i] + y[i]
+
     def not_a_kernel(a, x, y):
         y[:] += a * x
 
@@ -170,6 +199,10 @@ KERNELS = textwrap.dedent('''
                          ("one_element_per_thread", one_element_per_thread),
                          ("no_bounds_check", no_bounds_check), ("stride_by_block", stride_by_block),
                          ("scales_the_sum", scales_the_sum), ("forgets_a", forgets_a),
+                         ("thread_zero_does_all", thread_zero_does_all),
+                         ("only_block_zero", only_block_zero),
+                         ("chunk_per_thread", chunk_per_thread),
+                         ("stride_from_the_dims", stride_from_the_dims),
                          ("not_a_kernel", not_a_kernel), ("unfinished", unfinished),
                          ("none", None), ("a list", [1, 2])]:
         try:
@@ -186,7 +219,7 @@ def kernel_results(fresh_python):
     return fresh_python(KERNELS, timeout=300)
 
 
-@pytest.mark.parametrize("name", ["grid_stride", "while_loop"])
+@pytest.mark.parametrize("name", ["grid_stride", "while_loop", "stride_from_the_dims"])
 def test_correct_kernels_pass(kernel_results, name):
     assert kernel_results[name] == "passed"
 
@@ -197,6 +230,10 @@ def test_correct_kernels_pass(kernel_results, name):
     ("stride_by_block", "updated more than once; .* not blockDim.x"),
     ("scales_the_sum", r"expected y\[i\] \+ a \* x\[i\]"),
     ("forgets_a", r"expected y\[i\] \+ a \* x\[i\]"),
+    # Right values, wrong split (issue 35): the check follows which thread wrote which element.
+    ("thread_zero_does_all", "thread 0 handled all 1000 elements"),
+    ("only_block_zero", "only block 0's threads handled elements"),
+    ("chunk_per_thread", "contiguous chunk .*uncoalesced"),
     ("not_a_kernel", "expected a kernel made with @cuda.jit"),
     ("unfinished", "not done yet"),
     ("none", "expected a kernel made with @cuda.jit, got NoneType"),
