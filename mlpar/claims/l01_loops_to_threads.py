@@ -20,6 +20,8 @@ from mlpar.cpu import stream
 QUICK_LENGTH = 1 << 23
 #: The memory-bound product's thread speedup may be at most this share of horner's.
 SPEEDUP_SHARE = 0.8
+#: ... where one thread's STREAM triad reaches at least this share of the all-thread triad.
+ONE_THREAD_SHARE = 0.8
 
 
 def memory_precondition() -> str:
@@ -80,13 +82,30 @@ def threads_speed_up_compute_bound_work(quick: bool = False, *, scaling=None):
                         cause="the other cores were busy with other programs while this ran")
 
 
-def memory_bound_work_gains_less(quick: bool = False, *, scaling=None):
-    """The memory-bound product gains from threads at most ``SPEEDUP_SHARE`` (80%) of what
-    compute-bound horner gains, on the same thread counts.
+def _gain(scaling, kernel: str, top: int) -> float:
+    return scaling[kernel, 1].best / scaling[kernel, top].best
 
-    A relative claim, because the absolute gains depend on the machine: with more cores both
-    kernels gain more, but the product stops when memory saturates while horner keeps scaling
-    with the cores (``measure_thread_scaling`` shows both on the machine it runs on).
+
+def _round_ratios(scaling, top: int) -> list[float]:
+    """product's speedup / horner's in each interleaved round (``measure_thread_scaling``
+    keeps one sample per round and cell, in order); [] when the rounds cannot be matched."""
+    cells = [scaling.get((k, t)) for k in ("product", "horner") for t in (1, top)]
+    if any(c is None for c in cells) or len({len(c.times) for c in cells}) != 1:
+        return []
+    p1, pk, h1, hk = (c.times for c in cells)
+    return [(a / b) / (c / d) for a, b, c, d in zip(p1, pk, h1, hk, strict=True)]
+
+
+def memory_bound_work_gains_less(quick: bool = False, *, scaling=None):
+    """Where one thread already gets most of the memory roof, the memory-bound product gains
+    from threads at most ``SPEEDUP_SHARE`` (80%) of what compute-bound horner gains.
+
+    The precondition is measured in the same rounds: one thread's STREAM triad must reach at
+    least ``ONE_THREAD_SHARE`` of the all-thread triad. Where it does not (one core streams
+    far below what two reach, as on many virtual machines and servers), a second thread
+    raises the memory roof itself, the product rises with it like horner, and the claim reads
+    n/a with that measured reason: the roofline's point, that a memory-bound kernel follows its
+    roof, still holds. The printed line gives the spread of the ratio over the rounds.
     Does not apply where the arrays cannot exceed the cache (they would scale like compute).
     """
     quick = validation.flag("quick", quick)
@@ -97,15 +116,24 @@ def memory_bound_work_gains_less(quick: bool = False, *, scaling=None):
     top = _top(scaling) if scaling else 2
     if not reason and top < 2:
         reason = "numba may use only one thread here"
-    ratio = None
+    if not reason and ("triad", 1) in scaling and ("triad", top) in scaling:
+        share = scaling["triad", top].best / scaling["triad", 1].best  # one thread's share
+        if share < ONE_THREAD_SHARE:
+            reason = (f"one thread streams only {share:.0%} of the {top}-thread memory roof here "
+                      f"(STREAM triad, needs >= {ONE_THREAD_SHARE:.0%}): the memory roof itself "
+                      f"rises {1 / share:.2f}× with threads, so the memory-bound product gains "
+                      "like horner; it follows its roof")
+    ratio, statement = None, f"product's thread speedup / horner's, 1 -> {top} threads"
     if not reason:
-        product = scaling["product", 1].best / scaling["product", top].best
-        horner = scaling["horner", 1].best / scaling["horner", top].best
-        ratio = product / horner
-    return claims.check("01", f"product's thread speedup / horner's, 1 -> {top} threads", ratio,
-                        at_most=SPEEDUP_SHARE, not_applicable=reason,
-                        cause="horner was slowed by other programs, or one thread "
-                              "already saturated horner's cores less than memory")
+        ratio = _gain(scaling, "product", top) / _gain(scaling, "horner", top)
+        rounds = _round_ratios(scaling, top)
+        if len(rounds) > 1:
+            statement += (f" (best of {len(rounds)} interleaved rounds; single rounds "
+                          f"{min(rounds):.2f}-{max(rounds):.2f})")
+    return claims.check("01", statement, ratio, at_most=SPEEDUP_SHARE, not_applicable=reason,
+                        cause="horner was slowed by other programs while this ran, or the "
+                              "product's one-thread run was (it then gains more than memory "
+                              "allows)")
 
 
 def compiled_product_reaches_the_memory_roof(quick: bool = False, *, arrays=None):

@@ -99,27 +99,40 @@ def packed_reaches_a_share_of_the_peak(quick: bool = False, *, packed_gflops=Non
                               "or the BLAS here is exceptionally fast")
 
 
+#: BLAS on all threads must be at least this much faster than on one (2 cores give ~2×).
+BLAS_SPEEDUP = 1.5
+
+
 def blas_threads_speed_up_matmul(quick: bool = False, *, table=None):
-    """numpy's ``a @ b`` is at least 1.7× faster on all BLAS threads than on one.
+    """numpy's ``a @ b`` is at least 1.5× faster on all BLAS threads than on one.
 
     ``table``: a ``measure_blas_threads`` table already measured, one thread first (reused).
+    The threshold leaves room for noise: two free cores give close to 2×, and the samples are
+    taken in interleaved rounds (``measure_blas_threads``), so a burst of load from another
+    program slows one sample of each count; the printed line gives the single rounds' spread.
     """
     quick = validation.flag("quick", quick)
     if table is not None and not isinstance(table, timing.SpeedupTable):
         raise TypeError(f"table: expected the SpeedupTable measure_blas_threads returns, got "
                         f"{type(table).__name__}")
     top = mm.blas_threads()
+    statement = f"BLAS a @ b, 1 -> {top} threads"
     reason = claims.precondition(cores=2)
     if reason:
-        return claims.check("02", f"BLAS a @ b, 1 -> {top} threads", None, at_least=1.7,
-                            unit="×", not_applicable=reason)
+        return claims.check("02", statement, None, at_least=BLAS_SPEEDUP, unit="×",
+                            not_applicable=reason)
     if table is None:
-        table = mm.measure_blas_threads(512 if quick else mm.PEAK_SIZE, (1, top), repeat=3)
+        table = mm.measure_blas_threads(512 if quick else mm.PEAK_SIZE, (1, top),
+                                        repeat=3 if quick else 5)
     cause = ("this BLAS uses a single thread" if top < 2 else
              "the other cores were busy with other programs while this ran")
     speedup = table.speedup(table.timings[-1].name) if top >= 2 else None  # nothing to measure
-    return claims.check("02", f"BLAS a @ b, 1 -> {top} threads", speedup, at_least=1.7,
-                        unit="×", cause=cause)
+    one, every = table.timings[0].times, table.timings[-1].times
+    if speedup is not None and len(one) == len(every) > 1:
+        rounds = [a / b for a, b in zip(one, every, strict=True)]
+        statement += (f" (best of {len(rounds)} interleaved rounds; single rounds "
+                      f"{min(rounds):.2f}-{max(rounds):.2f}×)")
+    return claims.check("02", statement, speedup, at_least=BLAS_SPEEDUP, unit="×", cause=cause)
 
 
 CLAIMS = (loop_order_matters, conflict_misses_slow_ijk, blocking_wins_past_the_cache,

@@ -10,6 +10,7 @@ size, the blocked loop against ikj as B outgrows the cache, BLAS on 1 and on all
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -323,7 +324,10 @@ def measure_blas_threads(
 
     ``threadpoolctl.threadpool_limits`` changes the BLAS's thread count for the ``with`` block
     and restores it afterwards; numpy's code is unchanged, only the library underneath runs
-    on fewer or more cores. The first count is the baseline.
+    on fewer or more cores. The first count is the baseline. The ``repeat`` samples are taken
+    in rounds that visit every count in turn, so that another program's burst of load slows
+    one sample of each count, not every sample of one; each row keeps all its samples (one
+    per round, in order) and its best is their minimum.
     """
     from threadpoolctl import threadpool_limits
 
@@ -336,12 +340,16 @@ def measure_blas_threads(
     if not counts:
         raise ValueError("thread_counts: expected at least one count, got an empty sequence")
     counts = tuple(dict.fromkeys(validation.positive_int("thread_counts", k) for k in counts))
+    repeat = validation.positive_int("repeat", repeat, maximum=timing.MAX_REPEAT)
     a, b = random_matrices(n, seed=seed)
-    rows = []
-    for k in counts:
-        with threadpool_limits(limits=k, user_api="blas"):
-            rows.append(_time("blas", a, b, DEFAULT_BLOCK, f"BLAS, {k} thread(s)", repeat))
-    return timing.compare(rows)
+    rows: dict = {}
+    for _ in range(repeat):
+        for k in counts:
+            with threadpool_limits(limits=k, user_api="blas"):
+                t = _time("blas", a, b, DEFAULT_BLOCK, f"BLAS, {k} thread(s)", 1)
+            old = rows.get(k)
+            rows[k] = t if old is None else dataclasses.replace(old, times=old.times + t.times)
+    return timing.compare([rows[k] for k in counts])
 
 
 def blas_peak(n: int = PEAK_SIZE, n_threads: int | None = None, *, repeat: int = 3,

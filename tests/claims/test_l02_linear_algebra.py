@@ -1,3 +1,5 @@
+import pytest
+
 from mlpar.claims import l02_linear_algebra as l02
 from mlpar.core import environment
 from mlpar.cpu import stream
@@ -30,3 +32,25 @@ def test_claims_needing_two_cores_read_n_a_on_one(monkeypatch):
     monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=1")
     claim = l02.blas_threads_speed_up_matmul()
     assert claim.held is None and "2 usable cores" in repr(claim)
+
+
+def _blas_table(one, every):
+    from mlpar.core import timing
+
+    return timing.compare([timing.Timing("BLAS, 1 thread(s)", tuple(one), 0.0),
+                           timing.Timing("BLAS, 2 thread(s)", tuple(every), 0.0)])
+
+
+def test_blas_claim_reads_interleaved_rounds_and_can_fail(monkeypatch):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
+    monkeypatch.setattr(l02.mm, "blas_threads", lambda: 2)
+    held = l02.blas_threads_speed_up_matmul(table=_blas_table((2.0, 2.1, 2.4), (1.0, 1.2, 1.05)))
+    assert held.held is True and held.value == pytest.approx(2.0)
+    assert "3 interleaved rounds" in held.statement and "1.75-2.29" in held.statement
+    broken = l02.blas_threads_speed_up_matmul(table=_blas_table((2.0, 2.0), (1.6, 1.5)))
+    assert broken.held is False and broken.why_not
+
+
+def test_blas_threads_are_timed_in_interleaved_rounds():
+    table = l02.mm.measure_blas_threads(32, (1, 2), repeat=3)
+    assert [len(t.times) for t in table.timings] == [3, 3]
