@@ -87,6 +87,7 @@ def _grading_commands(sub) -> None:
 
 def _grade(args) -> int:
     from mlpar.course.grading.grade import GraderError, Options, grade
+    from mlpar.course.grading.sandbox import SandboxUnavailable
 
     if args.timeout <= 0 or args.memory < 256 or args.jobs < 1:
         print("refused: --timeout must be > 0, --memory at least 256 (MB), --jobs at least 1",
@@ -96,17 +97,25 @@ def _grade(args) -> int:
     if args.seed is not None:
         options.seed = args.seed
     summary = args.summary or args.out.with_name(args.out.stem + "_summary.csv")
+    import signal
+
+    def terminated(signum, frame):  # a job scheduler, `timeout` or a closed terminal: stop as Ctrl-C does
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminated)
     try:
         grade(args.submissions, args.out, official=args.official, jobs=args.jobs,
               scheduler=args.scheduler, options=options, resume=args.resume, summary=summary,
               feedback=args.feedback)
-    except GraderError as exc:
+    except (GraderError, SandboxUnavailable) as exc:
         print(f"grader could not run: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"interrupted: the rows graded so far are in {args.out}; run the same command with "
               "--resume to go on", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0
 
 

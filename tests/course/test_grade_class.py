@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from mlpar.course.__main__ import main
+from mlpar.course.grading.identity import file_stem
 from mlpar.course.grading.report import FLAGS
 from mlpar.course.student_edition import build
 
@@ -222,7 +223,7 @@ EXPECTED = {  # student -> per exercise: (passed, flags, words the message must 
     "segfault": [(PASS, "tampering", ""), (PASS, "tampering", "")]
                 + [(FAIL, "crashed;tampering", "SIGSEGV")] * 2,
 }
-ERRORS = {"eve": "not valid JSON", "mallory": "matches no lesson"}
+ERRORS = {"eve (1234)": "not valid JSON", "mallory": "matches no lesson"}
 
 
 def _flags(text):
@@ -277,8 +278,8 @@ def test_summary_and_feedback(graded):
         summary = {r["student"]: r for r in csv.DictReader(f)}
     assert summary["honest"][LESSON] == "4" and summary["honest"]["total"] == "4"
     assert summary["partial"]["total"] == "1" and summary["untouched"]["total"] == "0"
-    assert summary["eve"]["total"] == "0" and summary["honest"]["possible"] == "4"
-    text = (root / "feedback" / "monkeypatched_check.md").read_text()
+    assert summary["eve (1234)"]["total"] == "0" and summary["honest"]["possible"] == "4"
+    text = (root / "feedback" / f"{file_stem('monkeypatched_check')}.md").read_text()
     assert "not done yet" in text and "`tampering`" in text and "exercises.check_" in text
 
 
@@ -286,13 +287,13 @@ def test_resume_skips_what_is_graded(graded, capsys):
     root, folder, out, rows = graded
     status = main(["grade", str(folder), "--out", str(out), "--resume", "--seed", str(SEED)])
     assert status == 0
-    assert "grading 0 notebook(s)" in capsys.readouterr().out
+    assert "grading 0 file(s)" in capsys.readouterr().out
     with open(out, newline="") as f:
         assert len(list(csv.DictReader(f))) == len(rows)
     # the same bytes from another student still need that student's rows (an error row: fast)
     (folder / "zoe_1_2_00_index.ipynb").write_bytes((folder / "eve_1234_5678_00_index.ipynb").read_bytes())
     assert main(["grade", str(folder), "--out", str(out), "--resume", "--seed", str(SEED)]) == 0
-    assert "grading 1 notebook(s)" in capsys.readouterr().out
+    assert "grading 1 file(s)" in capsys.readouterr().out
     with open(out, newline="") as f:
-        zoe = [r for r in csv.DictReader(f) if r["student"] == "zoe"]
+        zoe = [r for r in csv.DictReader(f) if r["student"] == "zoe (1)"]
     assert len(zoe) == 1 and "not valid JSON" in zoe[0]["message"]

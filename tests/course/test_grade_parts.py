@@ -30,13 +30,21 @@ def plans():
 # --- submissions ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, student", [
-    ("alice_12345_67890_01_loops_to_threads.ipynb", "alice"),                         # Canvas
-    ("alice_late_12345_67890_01_loops_to_threads-1.ipynb", "alice"),                  # Canvas, late
-    ("Alice Smith_12345_assignsubmission_file_01_loops_to_threads.ipynb", "Alice Smith"),  # Moodle
+    ("alice_12345_67890_01_loops_to_threads.ipynb", "alice (12345)"),                 # Canvas
+    ("alice_late_12345_67890_01_loops_to_threads-1.ipynb", "alice (12345)"),          # Canvas, late
+    ("Alice Smith_12345_assignsubmission_file_01_loops_to_threads.ipynb", "Alice Smith (12345)"),  # Moodle
     ("Lab 1_bob_attempt_2024-01-01-10-00-00_01_loops_to_threads.ipynb", "bob"),       # Blackboard
     ("carol - 01 Loops to Threads.ipynb", "carol"),
     ("Copy of 01_loops_to_threads (1).ipynb", "Copy of 01_loops_to_threads (1)"),  # nobody named
     ("Copy of frank_77_01_loops_to_threads.ipynb", "frank"),
+    # the LMS's part names the student, never the file name the student chose
+    ("bob_222_333_final_01_loops_to_threads.ipynb", "bob (222)"),
+    ("carol_444_555_late_Copy of 01_loops_to_threads (1).ipynb", "carol (444)"),
+    ("Lab 1_mallory_attempt_2024-01-01-10-00-00_alice_01_loops_to_threads.ipynb", "mallory"),
+    ("Wei Zhang_1111_assignsubmission_file_01_loops_to_threads.ipynb", "Wei Zhang (1111)"),
+    ("Wei Zhang_2222_assignsubmission_file_01_loops_to_threads.ipynb", "Wei Zhang (2222)"),
+    ("Zoe\u0308_1_2_01_loops_to_threads.IPYNB", "Zo\u00eb (1)"),                          # NFD -> NFC
+    ("kim _01_loops_to_threads.ipynb.json", "kim"),
 ])
 def test_students_in_flat_exports(name, student):
     assert submissions.student_from_flat_name(name, LESSONS) == student
@@ -190,17 +198,37 @@ def _solutions(job):
     return [c for c in job["cells"] if c["kind"] == "solution"]
 
 
-def test_solution_cells_are_found_by_id_then_by_the_function_they_define(plans):
+def _defining(source):
+    return {"cell_type": "code", "id": f"added-{abs(hash(source)) % 10**6}", "metadata": {},
+            "outputs": [], "execution_count": None, "source": source}
+
+
+def test_the_function_a_check_sees_is_the_one_jupyter_would_run(plans):
     lesson_plan, nb = _student_notebook(plans)
     ex = lesson_plan.exercises[1]  # usable_threads
     k = next(i for i, c in enumerate(nb["cells"]) if c.get("id") == ex.solution_id)
-    nb["cells"][k]["source"] = "def usable_threads(a, q):\n    return 1  # mine"
-    nb["cells"][k]["id"] = "renamed"
-    nb["cells"].append(dict(nb["cells"][k], id="later", source="def usable_threads(a, q):\n    return 2"))
+    nb["cells"][k]["source"] = "def usable_threads(a, q):\n    return 1  # wrong, fixed below"
+    nb["cells"].insert(k + 1, _defining("usable_threads = lambda a, q: 2  # the fix"))
+    nb["cells"].append(_defining("def usable_threads(a, q):\n    return 3  # scratch, after the check"))
     got = rebuild(lesson_plan, nb, seed=1)
     (cell,) = [c for c in _solutions(got.job) if c["exercises"] == [ex.name]]
-    assert "return 2" in cell["source"]  # the last definition, as running the notebook would use
-    assert "extra_cells" in got.flags  # the first copy is now a cell the student added
+    assert "the fix" in cell["source"]  # the last binding before the check cell
+    assert "extra_cells" in got.flags  # the scratch copy is a cell the student added
+
+
+@pytest.mark.parametrize("source", [
+    "def _mine(a, q):\n    return 2\n\nusable_threads = _mine",
+    "%%time\ndef usable_threads(a, q):\n    return 2",
+    "%%capture out\nusable_threads = lambda a, q: 2",
+])
+def test_a_function_bound_by_assignment_or_inside_a_timing_magic_is_found(plans, source):
+    lesson_plan, nb = _student_notebook(plans)
+    ex = lesson_plan.exercises[1]
+    k = next(i for i, c in enumerate(nb["cells"]) if c.get("id") == ex.solution_id)
+    nb["cells"][k]["source"] = source
+    got = rebuild(lesson_plan, nb, seed=1)
+    check = next(c for c in got.job["cells"] if c["kind"] == "check" and c["exercise"] == ex.name)
+    assert "missing" not in check and "missing_solution" not in got.flags
 
 
 def test_missing_solutions_extra_and_edited_cells_are_reported(plans):

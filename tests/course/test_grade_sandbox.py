@@ -10,6 +10,7 @@ import os
 import time
 
 import psutil
+import pytest
 
 from mlpar.course.__main__ import main
 from mlpar.course.grading import sandbox
@@ -32,41 +33,56 @@ def _graded_processes() -> set[int]:
     return found
 
 
-def test_a_fork_bomb_of_workers_and_an_escaped_child_are_all_killed():
-    before = _graded_processes()
-    outcome = sandbox.run_job(_job("""\
-import subprocess, threading, time
+def _running(marker: str) -> list[int]:
+    """Live processes whose command line holds ``marker`` (found without their environment)."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
+        if proc.info["status"] != psutil.STATUS_ZOMBIE and marker in " ".join(proc.info["cmdline"] or []):
+            found.append(proc.pid)
+    return found
+
+
+@pytest.fixture(params=["bwrap", "none"])
+def isolation(request, monkeypatch):
+    """Each test twice: in the bubblewrap sandbox (skipped where it cannot run) and without it."""
+    monkeypatch.setenv(sandbox.SANDBOX_VARIABLE, request.param)
+    if request.param == "bwrap":
+        try:
+            sandbox.isolation()
+        except sandbox.SandboxUnavailable as exc:
+            pytest.skip(str(exc))
+    return request.param
+
+
+ESCAPES = """\
+import os, subprocess, sys, threading, time
 from joblib import Parallel, delayed
-escaped = subprocess.Popen(["sleep", "300"], start_new_session=True)  # leaves the process group
-print("escaped pid", escaped.pid, flush=True)
+# leaves the process group, keeps the token
+subprocess.Popen(["sleep", "{mark}1"], start_new_session=True)
+if {clean}:  # leaves the group and drops its environment: only a PID namespace catches it
+    subprocess.Popen(["sleep", "{mark}2"], start_new_session=True, env={{}})
+    if os.fork() == 0:
+        os.setsid()
+        os.execve("/bin/sleep", ["sleep", "{mark}3"], {{}})
 work = lambda: Parallel(n_jobs=3)(delayed(time.sleep)(300) for _ in range(6))
 threading.Thread(target=work, daemon=True).start()
 while True:  # swallows the step's limit, so the notebook's limit ends it
     try:
         time.sleep(1)
     except BaseException:
-        pass"""), timeout=7, memory_mb=3072)
+        pass"""
+
+
+def test_a_fork_bomb_of_workers_and_escaped_children_are_all_gone_when_the_run_returns(isolation):
+    # issue 36: no waiting after run_job returns; what it started must already be gone
+    mark = f"300.{os.getpid()}{int(time.time() * 1000) % 10**6}"
+    before = _graded_processes()
+    outcome = sandbox.run_job(_job(ESCAPES.format(mark=mark, clean=isolation == "bwrap")),
+                              timeout=7, memory_mb=3072)
     assert outcome.timed_out and not outcome.finished
-    escaped = int(outcome.output.split("escaped pid")[1].split()[0])
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _graded_processes() - before:
-        time.sleep(0.2)
+    assert outcome.isolation == ("bwrap" if isolation == "bwrap" else "process group")
     assert _graded_processes() - before == set()
-    assert not psutil.pid_exists(escaped) or psutil.Process(escaped).status() == psutil.STATUS_ZOMBIE
-
-
-def test_home_tmp_and_cwd_are_one_scratch_folder_removed_afterwards():
-    outcome = sandbox.run_job(_job("""\
-import os, tempfile
-open("here.txt", "w").write("x")
-open(os.path.expanduser("~/home.txt"), "w").write("x")
-tempfile.mkstemp()
-print("places", os.getcwd(), os.environ["HOME"], tempfile.gettempdir(), flush=True)"""),
-        timeout=60, memory_mb=2048)
-    assert outcome.finished, outcome.output
-    cwd, home, tmp = outcome.output.split("places")[1].split()[:3]
-    assert cwd == home == tmp
-    assert not os.path.exists(cwd)
+    assert _running(mark) == []
 
 
 def test_address_space_limit_turns_a_huge_allocation_into_memory_error():
@@ -111,8 +127,10 @@ def test_limits_include_a_process_count_for_a_non_root_user():
     script = """
 import os, resource
 os.getuid = lambda: 4242  # a user with no process running yet
-from mlpar.course.grading.runner import limit, EXTRA_PROCESSES
-limit(2**33, 2**28)
+from mlpar.course.grading.runner import limit
+from mlpar.course.grading.sandbox import EXTRA_PROCESSES, process_limit
+assert process_limit() == EXTRA_PROCESSES
+limit(2**33, 2**28, process_limit())
 assert resource.getrlimit(resource.RLIMIT_NPROC) == (EXTRA_PROCESSES, EXTRA_PROCESSES)
 assert resource.getrlimit(resource.RLIMIT_AS) == (2**33, 2**33)
 assert resource.getrlimit(resource.RLIMIT_FSIZE) == (2**28, 2**28)
@@ -162,3 +180,70 @@ def test_a_function_that_never_returns_fails_its_check_and_grading_goes_on():
     assert not first["passed"] and first["flags"] == ["timeout"]
     assert "called by the check, ran past the 3 s limit of one step" in first["message"]
     assert not second["passed"] and "returned 1, expected" in second["message"]
+
+
+def _scratch_left() -> set[str]:
+    import tempfile
+
+    return {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("mlpar-grade-")}
+
+
+def test_home_tmp_and_cwd_are_one_scratch_folder_removed_afterwards(isolation):
+    left = _scratch_left()
+    outcome = sandbox.run_job(_job("""\
+import os, tempfile
+open("here.txt", "w").write("x")
+open(os.path.expanduser("~/home.txt"), "w").write("x")
+tempfile.mkstemp()
+os.makedirs("trap/inner")
+open("trap/inner/big", "wb").write(b"x" * 1000)
+os.chmod("trap/inner", 0o500)
+os.chmod("trap", 0o500)  # folders the grader must make writable again to remove them
+print("places", os.getcwd(), os.environ["HOME"], tempfile.gettempdir(), flush=True)"""),
+        timeout=60, memory_mb=2048)
+    assert outcome.finished, outcome.output
+    cwd, home, tmp = outcome.output.split("places")[1].split()[:3]
+    assert cwd == home == tmp
+    assert _scratch_left() <= left
+    if isolation == "bwrap":
+        assert cwd == "/tmp/work"  # in memory, inside the sandbox only
+
+
+def test_in_the_sandbox_nothing_outside_its_scratch_can_be_written_or_seen(isolation, tmp_path):
+    if isolation != "bwrap":
+        pytest.skip("without the sandbox a submission can write whatever the grader's user can")
+    import mlpar.exercises
+    from mlpar.course.lessons import NOTEBOOKS
+
+    canary = tmp_path / "canary.txt"
+    canary.write_text("before")
+    installed = mlpar.exercises.__file__
+    home_canary = os.path.expanduser(f"~/.mlpar-canary-{os.getpid()}")
+    sandbox.hide(tmp_path, NOTEBOOKS)
+    source = f"""\
+import os, socket, subprocess
+tried = {{}}
+for path in [{str(canary)!r}, {installed!r}, {home_canary!r}]:
+    try:
+        with open(path, "a") as f:
+            f.write("damage")
+        tried[path] = "written"
+    except OSError as exc:
+        tried[path] = type(exc).__name__
+print("TRIED", tried, flush=True)
+print("SEES", os.path.exists({str(canary)!r}), os.listdir({str(NOTEBOOKS)!r}), flush=True)
+print("FIRST", open("/proc/1/cmdline", "rb").read().split(bytes(1))[0].decode(), flush=True)
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2)
+    print("NETWORK yes", flush=True)
+except OSError:
+    print("NETWORK no", flush=True)
+subprocess.run("echo shell >> {home_canary}", shell=True)
+get_ipython().system("echo bang >> {home_canary}")"""
+    outcome = sandbox.run_job(_job(source), timeout=60, memory_mb=2048)
+    assert outcome.finished, outcome.output
+    assert "written" not in outcome.output.split("TRIED")[1].splitlines()[0], outcome.output
+    assert "SEES False []" in outcome.output and "NETWORK no" in outcome.output, outcome.output
+    assert "bwrap" in outcome.output.split("FIRST")[1].splitlines()[0]  # its own /proc, not the grader's
+    assert canary.read_text() == "before" and not os.path.exists(home_canary)
+    assert "damage" not in open(installed).read()

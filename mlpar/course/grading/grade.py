@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlpar.course.grading import report, sandbox, submissions
+from mlpar.course.grading.csv_safety import printable
 from mlpar.course.grading.plan import LessonPlan, cell_source, lesson_plan
 from mlpar.course.grading.rebuild import rebuild
 
@@ -60,20 +61,29 @@ class Options:
 
 
 def _row(sub, exercise: str, passed: bool, message: str, flags, seconds: float = 0.0) -> dict:
-    return {"student": sub.student, "lesson": sub.lesson or "", "exercise": exercise,
-            "passed": int(bool(passed)), "message": message, "flags": report.flag_text(flags),
-            "seconds": f"{seconds:.2f}", "sha256": sub.sha256, "file": sub.path.name}
+    """One row; every student-controlled field printable (no terminal escapes), bounded."""
+    try:
+        seconds = float(seconds)
+    except (TypeError, ValueError):
+        seconds = 0.0
+    return {"student": printable(sub.student, 200), "lesson": sub.lesson or "", "exercise": exercise,
+            "passed": int(passed is True or passed == 1), "message": printable(message, 500),
+            "flags": report.flag_text(flags), "seconds": f"{seconds:.2f}", "sha256": sub.sha256,
+            "file": printable(sub.name, 200)}
 
 
 def prepare(sub, plans, options: Options):
     """``(job, rebuilt)`` to run, or ``(None, error rows)`` for a file that cannot be graded."""
     if sub.error:
         return None, [_row(sub, "", False, sub.error, ["error"])]
+    if sub.lesson not in plans:
+        return None, [_row(sub, "", False, f"{sub.name}: lesson {sub.lesson} has no graded exercises",
+                           ["error"])]
     plan, instructor = plans[sub.lesson]
     rebuilt = rebuild(plan, sub.notebook, options.seed, instructor)
     solved_somewhere = any(c["kind"] == "solution" for c in rebuilt.job["cells"])
     if not rebuilt.matched_any and not solved_somewhere:
-        return None, [_row(sub, "", False, f"{sub.path.name}: does not look like lesson {sub.lesson} of "
+        return None, [_row(sub, "", False, f"{sub.name}: does not look like lesson {sub.lesson} of "
                            "this course (none of its cells is a cell of the lesson)", ["error"])]
     return rebuilt, []
 
@@ -164,12 +174,21 @@ def grade(folder: Path, out: Path, *, official: Path | None = None, jobs: int = 
         raise GraderError(f"jobs: expected 1 or more, got {jobs}")
     plans = official_plans(official or NOTEBOOKS)
     lessons = sorted(plans)
+    how, why = sandbox.isolation()
+    sandbox.hide(folder, Path(out).parent, summary and Path(summary).parent, feedback,
+                 official or NOTEBOOKS)
     book = report.GradeBook(out, resume=resume)
-    found = [submissions.read(s, lessons) for s in submissions.find(folder, lessons)]
-    todo = [s for s in found if (s.student, s.sha256) not in book.done]
-    echo(f"grading {len(todo)} notebook(s) of {len({s.student for s in found})} student(s)"
+    done = book.done({lesson: len(plan.exercises) for lesson, (plan, _) in plans.items()})
+    found = submissions.find(folder, lessons)
+    for sub in found:  # the sha256 of each file, read with bounds and dropped: no notebook kept
+        if sub.error is None:
+            submissions.digest(sub)
+    todo = [s for s in found if (printable(s.student, 200), s.sha256) not in done]
+    echo(f"grading {len(todo)} file(s) of {len({s.student for s in found})} student(s)"
          + (f", {len(found) - len(todo)} already graded" if len(found) > len(todo) else "")
          + f"; seed {options.seed}")
+    echo(f"isolation: {'bubblewrap sandbox' if how == 'bwrap' else 'process groups only, NOT sandboxed'}"
+         + ("" if how == "bwrap" else f" ({why}; see the README's grading section)"))
     rows_all, notes = [], {}
 
     def finish(sub, rows, seconds):
@@ -178,32 +197,53 @@ def grade(folder: Path, out: Path, *, official: Path | None = None, jobs: int = 
         got = sum(r["passed"] for r in rows if r["exercise"])
         total = sum(1 for r in rows if r["exercise"])
         flags = sorted({f for r in rows for f in r["flags"].split(";") if f})
-        echo(f"  {sub.student:<16} {sub.lesson or '?':<22} {got}/{total}  {seconds:5.1f} s"
+        echo(f"  {printable(sub.student, 40):<16} {sub.lesson or '?':<22} {got}/{total}  {seconds:5.1f} s"
              + (f"  [{', '.join(flags)}]" if flags else ""))
 
-    prepared = []
-    for sub in todo:
-        rebuilt, rows = prepare(sub, plans, options)
-        if rebuilt is None:
-            finish(sub, rows, 0.0)
-        else:
-            prepared.append((sub, rebuilt))
+    def grader_error(sub, stage, exc):
+        return [_row(sub, "", False, f"{sub.name}: the grader could not {stage} this file "
+                     f"({type(exc).__name__}: {str(exc)[:200]}); tell the instructor", ["error"])]
+
+    def prepared():
+        """(sub, rebuilt) one file at a time: a notebook is held only while it is rebuilt."""
+        for sub in todo:
+            try:
+                submissions.read(sub, lessons)
+                rebuilt, rows = prepare(sub, plans, options)
+            except Exception as exc:  # noqa: BLE001  (one file never stops the class)
+                rebuilt, rows = None, grader_error(sub, "read", exc)
+            sub.notebook = None
+            if rebuilt is None:
+                finish(sub, rows, 0.0)
+            else:
+                yield sub, rebuilt
 
     def complete(sub, rebuilt, outcome):
-        rows = rows_from(sub, plans[sub.lesson][0], rebuilt, outcome, options)
-        notes[sub.sha256] = notes_of(rebuilt, outcome)
+        try:
+            rows = rows_from(sub, plans[sub.lesson][0], rebuilt, outcome, options)
+            notes[sub.sha256] = notes_of(rebuilt, outcome)
+        except Exception as exc:  # noqa: BLE001
+            rows = grader_error(sub, "read the results of", exc)
         finish(sub, rows, outcome.seconds)
 
     started = time.monotonic()
     if scheduler:
-        _grade_on_cluster(scheduler, prepared, options, complete)
+        _grade_on_cluster(scheduler, list(prepared()), options, complete)
     else:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(sandbox.run_job, r.job, timeout=options.timeout,
-                                   memory_mb=options.memory_mb): (s, r) for s, r in prepared}
+            futures = {}
             try:
+                for sub, rebuilt in prepared():
+                    futures[pool.submit(sandbox.run_job, rebuilt.job, timeout=options.timeout,
+                                        memory_mb=options.memory_mb)] = (sub, rebuilt)
                 for future in as_completed(futures):
-                    complete(*futures[future], future.result())
+                    sub, rebuilt = futures[future]
+                    try:
+                        outcome = future.result()
+                    except Exception as exc:  # noqa: BLE001
+                        finish(sub, grader_error(sub, "run", exc), 0.0)
+                        continue
+                    complete(sub, rebuilt, outcome)
             except KeyboardInterrupt:  # stop now; what is in `out` stays, --resume goes on
                 for future in futures:
                     future.cancel()
@@ -215,6 +255,7 @@ def grade(folder: Path, out: Path, *, official: Path | None = None, jobs: int = 
     if feedback:
         report.write_feedback(everything, feedback, notes)
     echo(f"graded in {time.monotonic() - started:.1f} s: {len(rows_all)} row(s) -> {out}"
+         + ("" if how == "bwrap" else "; NOT sandboxed")
          + (f"; summary -> {summary}" if summary else "")
          + (f"; feedback -> {feedback}/" if feedback else ""))
     return rows_all

@@ -1,9 +1,11 @@
 """A submission rebuilt from the official student edition, keeping only the student's answers.
 
 Every cell comes from the official notebook except the solution cells. Each solution cell comes
-from the student's notebook: the cell with the official cell's id if it still defines the
-exercise's function, else the last cell that defines it (Colab saves notebooks without ids;
-students reorder and copy cells). Cells the student added are not run: their presence is the
+from the student's notebook, chosen as running it top to bottom in Jupyter would: the last cell
+before the check cell that binds the exercise's function (``def``, ``f = lambda …``, an alias,
+inside ``%%time``/``%%capture``), so a fix added below the official cell counts and a scratch
+redefinition after the check does not; with no such cell before the check (cells reordered),
+the last one that binds it. Other cells the student added are not run: their presence is the
 flag ``extra_cells``; a locked cell the student changed or deleted is replaced by the official
 one and flagged ``edited_cells``. A solution cell that cannot be found is ``missing_solution``.
 
@@ -24,6 +26,7 @@ from mlpar.course.grading.plan import (
     closure,
     free_names,
     is_setup,
+    magic_body,
     parse,
     prune_setup,
 )
@@ -43,10 +46,37 @@ def _normal(source: str) -> str:
 
 
 def _defines(tree, name: str) -> bool:
-    from ast import AsyncFunctionDef, FunctionDef
+    """The cell binds ``name`` at its top level: a ``def``, ``name = lambda …``, ``name = other``,
+    an import as ``name``; inside ``%%time`` or ``%%capture`` too (:func:`plan.magic_body`)."""
+    return tree is not None and name in bindings(magic_body(tree)).bound
 
-    return tree is not None and any(isinstance(s, (FunctionDef, AsyncFunctionDef)) and s.name == name
-                                    for s in tree.body)
+
+def _chosen(plan: LessonPlan, their_code, their_trees, by_id) -> dict[int, int]:
+    """official solution index -> their cell index, as running their notebook top to bottom would.
+
+    The function a check sees in Jupyter is the one the last cell before the check cell bound.
+    Their check cell is found by the official one's id, else by its text; when no defining cell
+    comes before it (cells reordered, or the check deleted), the last defining cell is taken.
+    """
+    official = plan.cells
+    position = {k: n for n, (k, _) in enumerate(their_code)}
+    chosen: dict[int, int] = {}
+    for ex in plan.exercises:
+        if ex.solution in chosen:
+            continue
+        check = official[ex.check_cell]
+        check_text = _normal(cell_source(check))
+        at = by_id.get(check.get("id")) if check.get("id") else None
+        if at is None:
+            same = [k for k, c in their_code if _normal(cell_source(c)) == check_text]
+            at = same[0] if same else None
+        defining = [k for k, _ in their_code if _defines(their_trees.get(k), ex.function)]
+        before = [k for k in defining if at is None or position[k] < position[at]]
+        if before:
+            chosen[ex.solution] = before[-1]
+        elif defining:  # cells reordered (check first): their answer still counts
+            chosen[ex.solution] = defining[-1]
+    return chosen
 
 
 def rebuild(plan: LessonPlan, notebook: dict, seed: int, instructor_cells: list | None = None) -> Rebuilt:
@@ -55,19 +85,12 @@ def rebuild(plan: LessonPlan, notebook: dict, seed: int, instructor_cells: list 
     theirs = [c for c in notebook.get("cells", []) if isinstance(c, dict)]
     their_code = [(k, c) for k, c in enumerate(theirs) if c.get("cell_type") == "code"]
     their_trees = {k: parse(cell_source(c)) for k, c in their_code}
-    by_id = {c.get("id"): k for k, c in their_code if c.get("id")}
+    by_id = {}
+    for k, c in their_code:
+        if isinstance(c.get("id"), str):
+            by_id.setdefault(c["id"], k)
     known_sources = {_normal(cell_source(c)) for c in official + list(instructor_cells or [])}
-
-    chosen: dict[int, int] = {}  # official solution index -> their cell index
-    for ex in plan.exercises:
-        if ex.solution in chosen:
-            continue
-        k = by_id.get(ex.solution_id)
-        if k is None or not _defines(their_trees.get(k), ex.function):
-            defining = [k for k, _ in their_code if _defines(their_trees[k], ex.function)]
-            k = defining[-1] if defining else None
-        if k is not None:
-            chosen[ex.solution] = k
+    chosen = _chosen(plan, their_code, their_trees, by_id)
 
     out = Rebuilt(job={})
     official_ids = {c.get("id") for c in official if c.get("id")}

@@ -16,6 +16,9 @@ import threading
 from collections import defaultdict
 from pathlib import Path
 
+from mlpar.course.grading.csv_safety import cell, uncell
+from mlpar.course.grading.identity import file_stem
+
 COLUMNS = ["student", "lesson", "exercise", "passed", "message", "flags", "seconds", "sha256", "file"]
 
 # The fixed vocabulary of the ``flags`` column (``;``-separated).
@@ -40,43 +43,91 @@ def flag_text(flags) -> str:
 
 
 class GradeBook:
-    """The grades CSV, appended to row by row from any thread."""
+    """The grades CSV, appended to row by row from any thread.
+
+    Every field goes through :func:`~mlpar.course.grading.csv_safety.cell` (no formulas) and is
+    read back through ``uncell``. A last row cut short by a hard stop (no final newline) is
+    ended before anything is appended, so it stays one bad row that :func:`read_rows` skips.
+    """
 
     def __init__(self, path: Path, resume: bool = False):
         self.path = Path(path)
         self._lock = threading.Lock()
-        self.done: set[tuple[str, str]] = graded(self.path) if resume else set()
+        self.rows: list[dict] = read_rows(self.path) if resume else []
         if not resume or not self.path.exists() or self.path.stat().st_size == 0:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "w", newline="", encoding="utf-8") as f:
                 csv.writer(f).writerow(COLUMNS)
+        else:
+            with open(self.path, "rb+") as f:
+                f.seek(-1, 2)
+                if f.read(1) not in (b"\n", b"\r"):
+                    f.write(b"\r\n")
+
+    def done(self, expected: dict[str, int]) -> set[tuple[str, str]]:
+        """``(student, sha256)`` of every file whose rows are all here: an error row, or one row
+        per exercise of its lesson (``expected``: lesson -> exercises). A file cut short by a
+        hard stop is graded again."""
+        got: dict[tuple[str, str], set] = defaultdict(set)
+        whole = set()
+        for row in self.rows:
+            key = (row["student"], row["sha256"])
+            if not row["exercise"]:
+                whole.add(key)
+            elif len(got[key] | {row["exercise"]}) >= expected.get(row["lesson"], 1):
+                whole.add(key)
+            got[key].add(row["exercise"])
+        return whole
 
     def add(self, rows: list[dict]) -> None:
         with self._lock, open(self.path, "a", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, COLUMNS)
-            for row in rows:
-                writer.writerow({k: row.get(k, "") for k in COLUMNS})
+            writer = csv.writer(f)
+            writer.writerows([[cell(row.get(k, "")) for k in COLUMNS] for row in rows])
+
+
+_SHA = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _valid(row: dict) -> bool:
+    return (all(isinstance(row.get(k), str) for k in COLUMNS) and row["passed"] in ("0", "1")
+            and bool(_SHA.match(row["sha256"])) and row["student"] != "student")
 
 
 def read_rows(path: Path) -> list[dict]:
-    if not Path(path).exists():
+    """The well-formed rows of a grades CSV (one cut short, or written by hand wrongly, is skipped)."""
+    path = Path(path)
+    if not path.is_file():
         return []
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+    rows = []
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        reader = csv.reader(f)
+        for fields in reader:
+            if len(fields) != len(COLUMNS) or fields == COLUMNS:
+                continue
+            row = dict(zip(COLUMNS, (uncell(x) for x in fields)))
+            if _valid(row):
+                rows.append(row)
+    return rows
 
 
 def graded(path: Path) -> set[tuple[str, str]]:
     """``(student, sha256)`` of every file with rows in ``path``: two students may hand in the
     same bytes (the untouched edition), and each needs rows of their own."""
-    return {(row["student"], row["sha256"]) for row in read_rows(path) if row.get("sha256")}
+    return {(row["student"], row["sha256"]) for row in read_rows(path)}
 
 
 def points(rows: list[dict]) -> dict[str, dict[str, tuple[int, int]]]:
-    """student -> lesson -> (points, possible), the best of the student's files of a lesson."""
-    per_file: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    """student -> lesson -> (points, possible), the best of the student's files of a lesson.
+
+    A file graded twice (a run cut short, then resumed) counts once: its last row per exercise.
+    """
+    last: dict[tuple, dict] = {}
     for row in rows:
-        key = (row["student"], row["lesson"], row["sha256"])
-        if row["exercise"]:
+        last[(row["student"], row["lesson"], row["sha256"], row["exercise"])] = row
+    per_file: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    for (student, lesson, sha, exercise), row in last.items():
+        key = (student, lesson, sha)
+        if exercise:
             per_file[key][0] += int(row["passed"])
             per_file[key][1] += 1
         else:
@@ -100,11 +151,7 @@ def write_summary(rows: list[dict], path: Path) -> None:
         writer.writerow(["student", *lessons, "total", "possible"])
         for student in sorted(best):
             got = [best[student].get(lesson, (0, 0))[0] for lesson in lessons]
-            writer.writerow([student, *got, sum(got), sum(possible.values())])
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "student"
+            writer.writerow([cell(student), *got, sum(got), sum(possible.values())])
 
 
 def write_feedback(rows: list[dict], folder: Path, notes: dict | None = None) -> list[Path]:
@@ -137,7 +184,7 @@ def write_feedback(rows: list[dict], folder: Path, notes: dict | None = None) ->
             for note in (notes or {}).get(these[0]["sha256"], []):
                 lines.append(f"  - {note}")
             lines.append("")
-        path = folder / f"{_safe(student)}.md"
+        path = folder / f"{file_stem(student)}.md"
         path.write_text("\n".join(lines), encoding="utf-8")
         written.append(path)
     return written

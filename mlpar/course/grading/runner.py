@@ -1,13 +1,13 @@
 """The grading process: runs one rebuilt submission and reports each check, one JSON line each.
 
 Started by :mod:`mlpar.course.grading.sandbox` as ``python -I -m mlpar.course.grading.runner
-RESULTS MEMORY FILESIZE`` with the job (:func:`mlpar.course.grading.rebuild.rebuild`) on stdin.
+FD MEMORY FILESIZE NPROC`` with the job (:func:`mlpar.course.grading.rebuild.rebuild`) on stdin.
 It runs the cells in order in an IPython shell, as a kernel would. A check is not the notebook's
 check cell: the runner calls the check function it imported from the instructor's ``mlpar``
 before any student code ran, after :class:`~mlpar.course.grading.integrity.Snapshot` has put
-back whatever student code changed. Results go to the file named on the command line, one
-line per event, flushed as they happen, so what was graded before a crash or a timeout
-survives it.
+back whatever student code changed. Results go to the pipe whose file descriptor is on the
+command line (:mod:`~mlpar.course.grading.channel`), one line per event, written as they happen,
+so what was graded before a crash or a timeout survives it.
 """
 
 from __future__ import annotations
@@ -38,13 +38,15 @@ def _memory_error(exc: BaseException | None) -> bool:
 
 
 class Report:
-    def __init__(self, path: str):
-        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115  (open for the whole run)
+    """Events, one JSON line each, on the pipe the grader passed (its file descriptor)."""
+
+    def __init__(self, fd: int):
+        self._fd = fd
 
     def __call__(self, **event) -> None:
-        self._file.write(json.dumps(event) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        data = (json.dumps(event) + "\n").encode()
+        while data:
+            data = data[os.write(self._fd, data):]
 
 
 def _shell():
@@ -191,35 +193,26 @@ def run(job: dict, report: Report) -> None:
     report(event="done", seconds=round(time.perf_counter() - started, 3), cell_errors=cell_errors)
 
 
-EXTRA_PROCESSES = 512  # processes a submission may add to its user's (a fork bomb stops there)
-
-
-def limit(memory_bytes: int, file_bytes: int) -> None:
+def limit(memory_bytes: int, file_bytes: int, processes: int = 0) -> None:
     """Address space, file size, core dumps and process count, for this process and its children.
 
-    ``RLIMIT_NPROC`` counts all the user's processes, so it is set to those running now plus
-    :data:`EXTRA_PROCESSES` (the kernel does not apply it to root).
+    ``processes``: ``RLIMIT_NPROC``, counted by the grader (0: leave it; root is exempt anyway).
     """
     import resource
-
-    import psutil
 
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if os.getuid() != 0:
-        uid = os.getuid()
-        mine = sum(1 for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == uid)
+    if processes > 0:
         hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
-        wanted = mine + EXTRA_PROCESSES
-        if hard == resource.RLIM_INFINITY or wanted < hard:
-            resource.setrlimit(resource.RLIMIT_NPROC, (wanted, wanted))
+        if hard == resource.RLIM_INFINITY or processes < hard:
+            resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
 
 
 def main() -> int:
-    limit(int(sys.argv[2]), int(sys.argv[3]))
+    limit(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 0)
     job = json.loads(sys.stdin.read())
-    report = Report(sys.argv[1])
+    report = Report(int(sys.argv[1]))
     run(job, report)
     sys.stdout.flush()
     os._exit(0)  # skip interpreter teardown: student threads or atexit hooks cannot stall it

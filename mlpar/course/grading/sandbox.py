@@ -1,22 +1,48 @@
-"""One submission, one process: limits, a scratch folder, and nothing left behind.
+"""One submission, one process, isolated by the operating system; nothing left behind.
 
-``run_job`` starts :mod:`mlpar.course.grading.runner` in a new session (its own process group)
-with ``python -I -B`` (no current folder or user site on ``sys.path``, no ``PYTHON*``
-variables, no bytecode written beside the installed modules), in a fresh scratch folder that
-is also its ``HOME`` and ``TMPDIR``, under an address-space limit (``RLIMIT_AS``, set by the
-runner before it reads any student code), a file-size limit and a wall-clock timeout (a
-quarter of it for each solution cell and each check). When the runner is done, past its time,
-or dead, the whole group is killed, and so is every process still carrying this run's token
-in its environment (a worker that started its own session), before the scratch folder is
-removed. The outcome says which limit, if any, was hit.
+``run_job`` starts :mod:`mlpar.course.grading.runner` with ``python -I -B`` (no current folder
+or user site on ``sys.path``, no ``PYTHON*`` variables, no bytecode written), under an
+address-space limit (``RLIMIT_AS``, set by the runner before it reads any student code), a
+file-size limit and a wall-clock timeout (a quarter of it for each solution cell and each
+check). Its events come back on a pipe only the grader reads (:mod:`~.channel`), never a file.
+
+**With bubblewrap** (``bwrap``, the sandbox Flatpak uses; :func:`isolation` says whether it works
+here), the runner lives in its own PID, network, IPC and UTS namespaces and its own session:
+
+* the whole filesystem is mounted read-only (the course's install, the submissions, the
+  outputs, HOME), with the instructor's notebooks, the submissions folder, the output folders
+  and the grader's HOME hidden under empty folders (unless Python itself lives there);
+* the only writable places are a fresh ``/tmp`` (its HOME, TMPDIR and working folder),
+  ``/dev/shm`` and nothing else, each in memory with a size cap (:data:`SCRATCH_BYTES`), gone
+  when the run ends: there is no scratch folder on disk to clean up or to fill;
+* no network (only a loopback of its own), no ``/proc`` of the grader (its environment and
+  command line are out of sight);
+* every process the submission starts, ``setsid`` or not, is in the namespace, and dies with
+  it: when the runner is done (or killed at the timeout), the namespace's first process is
+  killed, the kernel kills the rest, and ``run_job`` returns only after ``bwrap`` has reaped
+  them all (a deterministic wait, no polling). ``--die-with-parent`` ends the namespace if the
+  grader itself is killed (SIGKILL included).
+
+**Without it** (not installed, or user namespaces disabled; or ``MLPAR_GRADING_SANDBOX=none``),
+grading goes on with the older protections, and :func:`isolation` and every row's outcome say
+so: a new session (process group) in a scratch folder on disk that is its HOME and TMPDIR;
+when it ends, the group is killed and so is every process still carrying the run's token in its
+environment, until a pass finds none; then the scratch folder is removed (read-only folders a
+submission left are made writable first). A process that left the group *and* dropped its
+environment escapes this, and the submission can read and write whatever the grader's user can:
+run it as an unprivileged user, and install bubblewrap (the README says how).
+
+``MLPAR_GRADING_SANDBOX=bwrap`` refuses to grade without the sandbox.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -26,8 +52,12 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mlpar.course.grading import channel
+
 TOKEN_VARIABLE = "MLPAR_GRADING_TOKEN"
+SANDBOX_VARIABLE = "MLPAR_GRADING_SANDBOX"  # "none": never use bwrap; "bwrap": require it
 FILE_LIMIT_BYTES = 256 * 2**20  # no single file the submission writes grows past this
+SCRATCH_BYTES = 1024 * 2**20    # the sandbox's /tmp (and /dev/shm), in memory, at most
 # One solution cell or one check may take this share of the notebook's time: a loop in one
 # exercise fails that exercise, and the exercises after it are still graded.
 STEP_SHARE = 0.25
@@ -36,19 +66,62 @@ _OUTPUT_TAIL = 4000
 _PASSED_ON = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT", "NUMBA_DISABLE_JIT", "NUMBA_ENABLE_CUDASIM",
               "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "MLPAR_HARDWARE",
               "CUDA_VISIBLE_DEVICES", "VIRTUAL_ENV")
+_INSIDE = "/tmp/work"  # the runner's HOME, TMPDIR and working folder inside the sandbox
 
-
-_RUNNING: dict[str, int] = {}  # token -> process group of every grading process now running
+_RUNNING: dict[str, subprocess.Popen] = {}  # token -> every grading process now running
 _RUNNING_LOCK = threading.Lock()
+_HIDDEN: list[str] = []  # folders the sandbox shows empty (see hide())
+
+
+class SandboxUnavailable(RuntimeError):
+    """``MLPAR_GRADING_SANDBOX=bwrap`` and bubblewrap cannot run here."""
+
+
+def hide(*folders) -> None:
+    """Show these folders empty inside the sandbox (the submissions, the outputs, the lessons)."""
+    for folder in folders:
+        if folder is not None:
+            path = os.path.realpath(folder)
+            if os.path.isdir(path) and path not in _HIDDEN:
+                _HIDDEN.append(path)
+
+
+@functools.lru_cache(maxsize=1)
+def _bwrap_works() -> tuple[bool, str]:
+    tool = shutil.which("bwrap")
+    if not tool:
+        return False, "bubblewrap (bwrap) is not installed"
+    try:
+        probe = subprocess.run([tool, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+                                "--unshare-pid", "--unshare-net", "--die-with-parent", "--", "true"],
+                               capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"bwrap cannot start ({exc})"
+    if probe.returncode != 0:
+        why = probe.stderr.decode("utf-8", "replace").strip().splitlines()
+        return False, f"bwrap cannot make namespaces here ({why[-1] if why else probe.returncode})"
+    return True, tool
+
+
+def isolation() -> tuple[str, str]:
+    """``("bwrap", path)`` when submissions run in the sandbox, else ``("process group", why not)``."""
+    wanted = os.environ.get(SANDBOX_VARIABLE, "").strip().lower()
+    if wanted == "none":
+        return "process group", f"{SANDBOX_VARIABLE}=none"
+    works, detail = _bwrap_works()
+    if works:
+        return "bwrap", detail
+    if wanted == "bwrap":
+        raise SandboxUnavailable(f"{SANDBOX_VARIABLE}=bwrap but {detail}")
+    return "process group", detail
 
 
 def stop_all() -> None:
-    """Kill every grading process this process started and all they started (Ctrl-C)."""
+    """Kill every grading process this process started and all they started (Ctrl-C, SIGTERM)."""
     with _RUNNING_LOCK:
         running = dict(_RUNNING)
-    for token, pgid in running.items():
-        _kill_group(pgid)
-        _sweep(token)
+    for token, proc in running.items():
+        _end(proc, token)
 
 
 @dataclass
@@ -57,7 +130,9 @@ class Outcome:
     returncode: int | None = None
     timed_out: bool = False
     seconds: float = 0.0
-    output: str = ""  # the tail of what the process printed
+    output: str = ""       # the tail of what the process printed
+    isolation: str = ""    # "bwrap" or "process group"
+    bad_lines: int = 0     # lines of its channel that were no valid event (forged, flooded, cut)
 
     @property
     def finished(self) -> bool:
@@ -76,70 +151,142 @@ def _kill_group(pgid: int) -> None:
 
 
 def _sweep(token: str) -> list[int]:
-    """Kill every process of this user whose environment carries ``token``; return their ids."""
+    """Kill every process of this user whose environment carries ``token``, until none is left."""
     import psutil
 
     killed = []
-    for proc in psutil.process_iter(["pid"]):
-        if proc.pid == os.getpid():
-            continue
-        try:
-            if proc.environ().get(TOKEN_VARIABLE) == token:
-                proc.kill()
-                killed.append(proc.pid)
-        except (psutil.Error, OSError):
-            continue
-    if killed:
-        psutil.wait_procs([psutil.Process(p) for p in killed if psutil.pid_exists(p)], timeout=5)
+    for _ in range(50):  # a pass can miss a process forked while it ran: go on until one finds none
+        found = []
+        for proc in psutil.process_iter(["pid"]):
+            if proc.pid == os.getpid():
+                continue
+            try:
+                if proc.environ().get(TOKEN_VARIABLE) == token and proc.status() != psutil.STATUS_ZOMBIE:
+                    proc.kill()
+                    found.append(proc)
+            except (psutil.Error, OSError):
+                continue
+        if not found:
+            break
+        psutil.wait_procs(found, timeout=5)
+        killed += [p.pid for p in found]
     return killed
+
+
+def _end(proc: subprocess.Popen, token: str) -> None:
+    """Kill the run and everything it started; return once they are gone."""
+    if getattr(proc, "mlpar_bwrap", False):
+        import psutil
+
+        try:  # bwrap's child is the namespace's first process: killing it ends the namespace
+            for child in psutil.Process(proc.pid).children():
+                child.kill()
+        except psutil.Error:
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        return
+    _kill_group(proc.pid)
+    _sweep(token)
+
+
+EXTRA_PROCESSES = 512  # processes a submission may add to its user's (a fork bomb stops there)
+
+
+def process_limit() -> int:
+    """``RLIMIT_NPROC`` for a run: this user's processes now plus :data:`EXTRA_PROCESSES`
+    (0: none; the kernel does not apply it to root). Counted here, where every process of the
+    user is visible (inside the sandbox only its own are)."""
+    if os.getuid() == 0:
+        return 0
+    import psutil
+
+    uid = os.getuid()
+    mine = sum(1 for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == uid)
+    return mine + EXTRA_PROCESSES
+
+
+def _needed_paths() -> list[str]:
+    """What the runner must still see: Python, its libraries and mlpar."""
+    import mlpar
+
+    found = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                           os.path.dirname(os.path.realpath(sys.executable)),
+                                           os.path.dirname(os.path.dirname(mlpar.__file__)))}
+    found |= {os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}
+    return sorted(found)
+
+
+def _bwrap_command(tool: str, python: list[str]) -> list[str]:
+    needed = _needed_paths()
+    command = [tool, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
+               "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+               "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+               "--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp",
+               "--size", str(SCRATCH_BYTES), "--tmpfs", "/dev/shm"]
+    home = os.path.realpath(os.path.expanduser("~"))
+    for folder in [*_HIDDEN, home]:
+        inside = any(n == folder or n.startswith(folder.rstrip("/") + "/") for n in needed)
+        if os.path.isdir(folder) and folder != "/" and not inside:
+            command += ["--tmpfs", folder, "--remount-ro", folder]
+    command += ["--dir", _INSIDE, "--chdir", _INSIDE, "--", *python]
+    return command
 
 
 def run_job(job: dict, *, timeout: float, memory_mb: int, python: str | None = None) -> Outcome:
     """Run ``job`` in a sandboxed process; the :class:`Outcome` has its events and how it ended."""
+    how, _ = isolation()
     token = uuid.uuid4().hex
-    root = Path(tempfile.mkdtemp(prefix="mlpar-grade-"))
-    scratch = root / "work"
-    scratch.mkdir()
-    results = root / "results.jsonl"
-    results.touch()
+    root = Path(tempfile.mkdtemp(prefix="mlpar-grade-"))  # the output log; the scratch without bwrap
+    read_fd, write_fd = channel.open_pipe()
+    if how == "bwrap":
+        scratch = _INSIDE
+    else:
+        scratch = str(root / "work")
+        os.mkdir(scratch)
     env = {k: os.environ[k] for k in _PASSED_ON if k in os.environ}
-    env.update(HOME=str(scratch), TMPDIR=str(scratch), MPLBACKEND="Agg", MPLCONFIGDIR=str(scratch),
-               IPYTHONDIR=str(scratch / ".ipython"), JOBLIB_TEMP_FOLDER=str(scratch),
+    env.update(HOME=scratch, TMPDIR=scratch, MPLBACKEND="Agg", MPLCONFIGDIR=scratch,
+               IPYTHONDIR=f"{scratch}/.ipython", JOBLIB_TEMP_FOLDER=scratch,
                PYTHONDONTWRITEBYTECODE="1", TQDM_DISABLE="1",
-               NUMBA_CACHE_DIR=str(scratch / ".numba"), **{TOKEN_VARIABLE: token})
+               NUMBA_CACHE_DIR=f"{scratch}/.numba", **{TOKEN_VARIABLE: token})
     job = dict(job, memory_mb=memory_mb, step_timeout=timeout * STEP_SHARE)
-    outcome = Outcome()
+    outcome = Outcome(isolation=how)
+    python_command = [python or sys.executable, "-I", "-B", "-m", "mlpar.course.grading.runner",
+                      str(write_fd), str(memory_mb * 2**20), str(FILE_LIMIT_BYTES), str(process_limit())]
+    command = _bwrap_command(isolation()[1], python_command) if how == "bwrap" else python_command
     log = open(root / "output.txt", "w+b")  # noqa: SIM115  (closed in finally)
+    reader = None
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            [python or sys.executable, "-I", "-B", "-m", "mlpar.course.grading.runner", str(results),
-             str(memory_mb * 2**20), str(FILE_LIMIT_BYTES)],
-            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=scratch, env=env,
-            start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                                cwd=scratch if how != "bwrap" else "/", env=env,
+                                start_new_session=True, close_fds=True, pass_fds=(write_fd,))
+        proc.mlpar_bwrap = how == "bwrap"
+        os.close(write_fd)  # only the runner (and what it starts) holds the write end now
+        write_fd = -1
+        reader = channel.Reader(read_fd)
         with _RUNNING_LOCK:
-            _RUNNING[token] = proc.pid
+            _RUNNING[token] = proc
         try:
             proc.stdin.write(json.dumps(job).encode())
             proc.stdin.close()
-        except BrokenPipeError:  # the runner died before reading its job
+        except (BrokenPipeError, OSError):  # the runner died before reading its job
             pass
         try:
             outcome.returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             outcome.timed_out = True
-            _kill_group(proc.pid)
+        _end(proc, token)  # workers the submission started and left running
+        if outcome.returncode is None:
             outcome.returncode = proc.wait()
-        _kill_group(proc.pid)  # workers the submission started and left running
-        _sweep(token)
+        if how == "bwrap" and outcome.returncode is not None and outcome.returncode > 128:
+            outcome.returncode = 128 - outcome.returncode  # bwrap exits 128 + N for a signal N
         outcome.seconds = time.monotonic() - started
-        for line in results.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict):
-                outcome.events.append(event)
+        reader.close(wait=1.0)
+        outcome.events, outcome.bad_lines = channel.events(reader.lines())
         log.seek(0, os.SEEK_END)
         size = log.tell()
         log.seek(max(0, size - _OUTPUT_TAIL))
@@ -147,6 +294,35 @@ def run_job(job: dict, *, timeout: float, memory_mb: int, python: str | None = N
     finally:
         with _RUNNING_LOCK:
             _RUNNING.pop(token, None)
+        if write_fd >= 0:
+            os.close(write_fd)
+        if reader is None:
+            os.close(read_fd)
         log.close()
-        shutil.rmtree(root, ignore_errors=True)
+        _remove(root)
     return outcome
+
+
+def _remove(root: Path) -> None:
+    """Remove a scratch folder, even one whose folders a submission made read-only."""
+    def writable(function, path, _):
+        parent = os.path.dirname(path)
+        for p in (parent, path):
+            try:
+                os.chmod(p, stat.S_IRWXU)
+            except OSError:
+                pass
+        try:
+            function(path)
+        except OSError:
+            pass
+
+    shutil.rmtree(root, onerror=writable)
+    if root.exists():
+        for dirpath, dirnames, _ in os.walk(root):
+            for d in dirnames:
+                try:
+                    os.chmod(os.path.join(dirpath, d), stat.S_IRWXU)
+                except OSError:
+                    pass
+        shutil.rmtree(root, ignore_errors=True)
