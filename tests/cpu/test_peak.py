@@ -44,3 +44,29 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="usable_cores"):
         peak.parse_cpu_spec("", usable_cores=0)
     assert peak.read_text("/nonexistent/cpuinfo") == ""
+
+
+AVX512_VM = ("model name\t: AMD EPYC Processor\nflags\t\t: fpu sse2 avx avx2 fma avx512f\n"
+             "cpu MHz\t\t: 2596.000\nsiblings\t: 2\ncpu cores\t: 2\n")
+
+
+def test_the_lanes_are_those_of_the_kernels_blas_runs():
+    # OpenBLAS runs its Haswell (AVX2) kernels on this AVX-512 CPU: 4 lanes, not 8
+    spec = peak.parse_cpu_spec(AVX512_VM, usable_cores=2, blas_kernel="Haswell")
+    assert spec.lanes == 4 and spec.blas_kernel == "Haswell"
+    assert "AVX2; the CPU has AVX-512" in str(spec) and "Haswell kernels" in str(spec)
+    wide = peak.parse_cpu_spec(AVX512_VM, usable_cores=2, blas_kernel="SkylakeX")
+    unknown = peak.parse_cpu_spec(AVX512_VM, usable_cores=2, blas_kernel="SomethingNew")
+    assert wide.lanes == unknown.lanes == 8 and not wide.blas_kernel
+
+
+def test_a_nominal_clock_is_not_an_upper_bound_and_says_so():
+    spec = peak.parse_cpu_spec(AVX512_VM, usable_cores=2, blas_kernel="Haswell")
+    assert not spec.upper_bound and str(spec).startswith("nominal spec peak")
+    assert "not an upper bound" in str(spec)
+    # a one-thread dgemm at 52.2 GFLOP/s on 16 flops per cycle needs at least 3.26 GHz
+    assert spec.implied_ghz(52.2, cores=1) == pytest.approx(52.2 / 16)
+    maximum = peak.parse_cpu_spec("flags : avx fma\n", "CPU max MHz: 3900.0\n", usable_cores=1)
+    assert maximum.upper_bound and str(maximum).startswith("spec peak")
+    with pytest.raises(ValueError, match="gflops"):
+        spec.implied_ghz(-1.0)
