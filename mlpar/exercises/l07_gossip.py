@@ -13,7 +13,7 @@ from mlpar.cluster.peer_network import PeerNetwork
 from mlpar.exercises import as_array, call, case_seed, expect, expect_close, fmt, passed
 
 
-def _refusing(name: str, banned, func, *args):
+def call_refusing(name: str, banned, func, *args):
     """``call(name, func, *args)``, refused if it runs any of ``banned`` (function, its name).
 
     The exercise asks the student to build what the library already has: a call into the
@@ -58,7 +58,7 @@ def check_mh_weights(mh_weights) -> None:
         expected = topologies.metropolis_weights(g)
         banned = [(topologies.metropolis_weights, "topologies.metropolis_weights"),
                   (topologies.mixing_matrix, "topologies.mixing_matrix")]
-        got = as_array(name, _refusing(name, banned, mh_weights, n, list(edges)),
+        got = as_array(name, call_refusing(name, banned, mh_weights, n, list(edges)),
                        what=f"W for {case}", shape=(n, n))
         if not np.allclose(got, got.T, atol=1e-12):
             rows = (np.asarray(nx.to_numpy_array(g, nodelist=range(n))) + np.eye(n))
@@ -90,7 +90,7 @@ def check_rounds_to_eps(rounds_to_eps) -> None:
         expected = topologies.rounds_to(topologies.rho(W), eps)
         banned = [(topologies.rho, "topologies.rho"), (topologies.rounds_to, "topologies.rounds_to"),
                   (topologies.spectrum, "topologies.spectrum")]
-        got = _refusing(name, banned, rounds_to_eps, W.copy(), eps)
+        got = call_refusing(name, banned, rounds_to_eps, W.copy(), eps)
         value = float(as_array(name, got, what=f"the rounds for {case}", ndim=0))
         if value != expected:
             values = np.sort(np.linalg.eigvalsh(W))[::-1]
@@ -246,7 +246,7 @@ def check_gossip_steps(predict_steps) -> None:
     cases += [(int(rng.integers(4, 60)), float(10 ** rng.uniform(-6, -1))) for _ in range(3)]
     for n, eps in cases:
         case = f"n = {n} nodes, ε = {fmt(eps)}"
-        got = _refusing(name, [(gossip_steps, "exercises.gossip_steps"),
+        got = call_refusing(name, [(gossip_steps, "exercises.gossip_steps"),
                                (topologies.rounds_to, "topologies.rounds_to")], predict_steps, n, eps)
         expect(name, got is not None, f"{case}: your function returned None; did it forget to "
                "`return`?")

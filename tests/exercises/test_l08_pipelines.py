@@ -7,41 +7,69 @@ from mlpar.exercises import l08_pipelines as ex
 # -- Exercise 1 ------------------------------------------------------------------------------
 
 
-def gpipe_prediction(p, m, t_f, t_b):
-    return (m + p - 1) * (t_f + t_b), (p - 1) / (m + p - 1)
+def gpipe_makespan(t_f, t_b, m, latency):
+    t_f, t_b = np.asarray(t_f), np.asarray(t_b)
+    return t_f.sum() + t_b.sum() + (m - 1) * (t_f.max() + t_b.max()) + 2 * (len(t_f) - 1) * latency
 
 
-def gpipe_prediction_another_way(p, m, t_f, t_b):
-    makespan = m * (t_f + t_b) + (p - 1) * (t_f + t_b)  # work, plus the fill and the drain
-    busy = p * m * (t_f + t_b)
-    return [makespan, 1 - busy / (p * makespan)]
+def gpipe_makespan_by_events(t_f, t_b, m, latency):  # written differently: a recurrence of end times
+    p = len(t_f)
+    end = [[0.0] * p for _ in range(m)]
+    for i in range(m):
+        for s in range(p):
+            ready = (end[i][s - 1] + latency) if s else 0.0
+            end[i][s] = max(ready, end[i - 1][s] if i else 0.0) + t_f[s]
+    back = [[0.0] * p for _ in range(m)]
+    for i in range(m):
+        for s in reversed(range(p)):
+            ready = back[i][s + 1] + latency if s < p - 1 else end[m - 1][s]
+            previous = back[i - 1][s] if i else end[m - 1][s]
+            back[i][s] = max(ready, previous) + t_b[s]
+    return back[m - 1][0]
+
+
+def _equal_stages(t_f, t_b, m, latency):
+    return (m + len(t_f) - 1) * (t_f[0] + t_b[0]) + 2 * (len(t_f) - 1) * latency
+
+
+def _max_of_sum(t_f, t_b, m, latency):
+    t_f, t_b = np.asarray(t_f), np.asarray(t_b)
+    return t_f.sum() + t_b.sum() + (m - 1) * (t_f + t_b).max() + 2 * (len(t_f) - 1) * latency
 
 
 WRONG_GPIPE = {
-    "bubble over ideal": (lambda p, m, f, b: ((m + p - 1) * (f + b), (p - 1) / m), "bubble over the"),
-    "no fill and drain": (lambda p, m, f, b: (m * (f + b), 0.0), "fill and drain"),
-    "off by one": (lambda p, m, f, b: ((m + p) * (f + b), p / (m + p)), "off by one"),
-    "forward only": (lambda p, m, f, b: ((m + p - 1) * f, (p - 1) / (m + p - 1)), "makespan"),
-    "returns None": (lambda p, m, f, b: None, "is None"),
-    "one number": (lambda p, m, f, b: (m + p - 1) * (f + b), "shape"),
-    "NaN": (lambda p, m, f, b: (np.nan, 0.1), "NaN"),
-    "raises": (lambda p, m, f, b: 1 / 0, "ZeroDivisionError"),
-    "strings": (lambda p, m, f, b: ("a", "b"), "should be numbers"),
+    "equal-stage formula": (_equal_stages, "equal-stage formula"),
+    "slowest everywhere": (lambda f, b, m, lam: (m + len(f) - 1) * (max(f) + max(b))
+                           + 2 * (len(f) - 1) * lam, "slowest one's time"),
+    "max of F + B": (_max_of_sum, "own bottleneck"),
+    "no latency": (lambda f, b, m, lam: gpipe_makespan(f, b, m, 0.0), "latency is missing"),
+    "latency one way": (lambda f, b, m, lam: gpipe_makespan(f, b, m, lam / 2), "once again on the way back"),
+    "latency per micro-batch": (lambda f, b, m, lam: gpipe_makespan(f, b, m, lam * m), "every micro-batch"),
+    "the simulator": (lambda f, b, m, lam: __import__("mlpar.algorithms.pipeline.simulator", fromlist=["x"])
+                      .simulate(__import__("mlpar.algorithms.pipeline.schedules", fromlist=["x"])
+                                .gpipe(len(f), m), t_f=f, t_b=b).makespan, "simulator.simulate"),
+    "closed forms": (lambda f, b, m, lam: __import__("mlpar.algorithms.pipeline.simulator", fromlist=["x"])
+                     .closed_forms(len(f), m, f[0], b[0])["makespan"], "simulator.closed_forms"),
+    "returns None": (lambda f, b, m, lam: None, "is None"),
+    "a pair": (lambda f, b, m, lam: (1.0, 2.0), "0-D"),
+    "NaN": (lambda f, b, m, lam: np.nan, "NaN"),
+    "raises": (lambda f, b, m, lam: 1 / 0, "ZeroDivisionError"),
+    "strings": (lambda f, b, m, lam: "a", "should be numbers"),
 }
 
 
-def test_gpipe_prediction_correct_solutions_pass(capsys):
-    ex.check_gpipe_prediction(gpipe_prediction)
-    ex.check_gpipe_prediction(gpipe_prediction_another_way)
+def test_gpipe_makespan_correct_solutions_pass(capsys):
+    ex.check_gpipe_makespan(gpipe_makespan)
+    ex.check_gpipe_makespan(gpipe_makespan_by_events)
     assert capsys.readouterr().out.count("passed") == 2
 
 
 @pytest.mark.parametrize("wrong", list(WRONG_GPIPE))
-def test_gpipe_prediction_wrong_solutions_fail(wrong):
+def test_gpipe_makespan_wrong_solutions_fail(wrong):
     func, match = WRONG_GPIPE[wrong]
     with pytest.raises(AssertionError, match=match) as info:
-        ex.check_gpipe_prediction(func)
-    assert str(info.value).startswith("Exercise 1 (GPipe's makespan and bubble)")
+        ex.check_gpipe_makespan(func)
+    assert str(info.value).startswith("Exercise 1 (GPipe's makespan with unequal stages)")
 
 
 # -- Exercise 2 ------------------------------------------------------------------------------
@@ -97,6 +125,10 @@ WRONG_ORDERS = {
     "bad pairs": (lambda p, m, s: [("F", 0, 1)], "pairs"),
     "bad kind": (lambda p, m, s: [("X", 0)], "integer i"),
     "raises": (lambda p, m, s: [][1], "IndexError"),
+    # Issue 35 §2: retyping the library's order (its source was printed in the lesson) passed
+    "the library's order": (lambda p, m, s: [(op.kind, op.micro) for op in __import__(
+        "mlpar.algorithms.pipeline.schedules", fromlist=["x"]).one_f_one_b_order(p, m, s)],
+        "schedules.one_f_one_b_order"),
 }
 
 
@@ -202,7 +234,7 @@ def test_unfinished_placeholder_says_not_done():
     def todo(*args):
         raise NotImplementedError
 
-    for check in (ex.check_gpipe_prediction, ex.check_one_f_one_b_order, ex.check_convolve_tile):
+    for check in (ex.check_gpipe_makespan, ex.check_one_f_one_b_order, ex.check_convolve_tile):
         with pytest.raises(AssertionError, match="not done yet"):
             check(todo)
 
@@ -250,9 +282,9 @@ def test_pipeline_speedup_wrong_solutions_fail(wrong):
 
 def test_each_exercise_is_graded_on_its_own(graded_alone):
     # Issue 25 item 3: one exercise wrong and the rest right fails exactly that check.
-    right = {ex.check_gpipe_prediction: gpipe_prediction, ex.check_one_f_one_b_order: one_f_one_b,
+    right = {ex.check_gpipe_makespan: gpipe_makespan, ex.check_one_f_one_b_order: one_f_one_b,
              ex.check_convolve_tile: convolve_tile, ex.check_pipeline_speedup: speedup}
-    wrong = {ex.check_gpipe_prediction: WRONG_GPIPE["bubble over ideal"][0],
+    wrong = {ex.check_gpipe_makespan: WRONG_GPIPE["max of F + B"][0],
              ex.check_one_f_one_b_order: WRONG_ORDERS[next(iter(WRONG_ORDERS))][0],
              ex.check_convolve_tile: no_halo, ex.check_pipeline_speedup: WRONG_SPEEDUPS["off by one"][0]}
     cases = {check: (check, right[check], wrong[check]) for check in right}

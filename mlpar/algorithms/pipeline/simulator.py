@@ -23,7 +23,8 @@ Outputs (``Timeline``): makespan; the two bubble definitions found in the litera
 peak activations (micro-batch stashes held at once) and bytes per device; a Gantt chart.
 Re-materialisation (``remat=True``) keeps only each stage's input and runs the forward again
 inside the backward: B takes t_f + t_b, a stash costs ``message_bytes`` instead of
-``activation_bytes``.
+``activation_bytes``, and during each B the stage holds its rebuilt activations
+(``activation_bytes``) on top of the stashes (the (L/K)(N/M) term of GPipe's memory bound).
 """
 
 from __future__ import annotations
@@ -218,8 +219,9 @@ def simulate(schedule: Schedule, *, t_f=1.0, t_b=2.0, t_w=0.0, link: CostModel |
     message_bytes = validation.integer("message_bytes", message_bytes, minimum=0)
     hop = 0.0 if link is None else link.transfer_time(message_bytes)
     stash = per_stage("activation_bytes", message_bytes if activation_bytes is None else activation_bytes, S)
-    if remat:
-        stash = np.full(S, float(message_bytes))
+    rebuilt = None
+    if remat:  # keep the input only; the B rebuilds the stage's activations for its micro-batch
+        stash, rebuilt = np.full(S, float(message_bytes)), stash
     duration = {"F": tf, "B": tb, "W": tw}
 
     p, m = schedule.p, schedule.m
@@ -296,23 +298,31 @@ def simulate(schedule: Schedule, *, t_f=1.0, t_b=2.0, t_w=0.0, link: CostModel |
         raise ValueError(f"schedule: invalid order: on device {d}, {op!r} comes before its input "
                          f"{dep!r} exists ({why}); ops never run: "
                          f"{sum(len(o) for o in orders) - len(rows_op)}")
-    peak_n, peak_b = activation_peaks(schedule, stash)
+    peak_n, peak_b = activation_peaks(schedule, stash, rebuilt)
     return Timeline(schedule, tuple(rows_op), np.array(rows_dev), np.array(rows_start),
                     np.array(rows_end), peak_n, peak_b)
 
 
-def activation_peaks(schedule: Schedule, stash: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Most micro-batch stashes (and bytes) each device holds: held from F to B (or to W)."""
+def activation_peaks(schedule: Schedule, stash: np.ndarray,
+                     rebuilt=None) -> tuple[np.ndarray, np.ndarray]:
+    """Most micro-batch stashes (and bytes) each device holds: held from F to B (or to W).
+
+    ``rebuilt`` (per stage, re-materialisation): bytes a B holds while it runs, on top of the
+    stashes (the activations it recomputed for its micro-batch).
+    """
     frees = "W" if schedule.split_backward else "B"
     counts, sizes = np.zeros(schedule.p, dtype=int), np.zeros(schedule.p)
     stash = np.asarray(stash, dtype=float).tolist()
+    extra = None if rebuilt is None else np.asarray(rebuilt, dtype=float).tolist()
     for d, order in enumerate(schedule.orders):
         n, b = 0, 0.0
         for op in order:
             if op.kind == "F":
                 n, b = n + 1, b + stash[op.stage]
                 counts[d], sizes[d] = max(counts[d], n), max(sizes[d], b)
-            elif op.kind == frees:
+            if op.kind == "B" and extra is not None:
+                sizes[d] = max(sizes[d], b + extra[op.stage])
+            if op.kind == frees:
                 n, b = n - 1, b - stash[op.stage]
     return counts, sizes
 
@@ -355,8 +365,18 @@ def all_schedules(p: int, m: int, v: int = 2, *, t_f: float = 1.0, t_b: float = 
 MARKERS = {"gpipe": "o", "gpipe + remat": "s", "1f1b": "D", "1f1b + remat": "^", "zb-h1": "v"}
 
 
+def time_over_ideal(runs: dict) -> dict:
+    """Per schedule, (makespan − ideal) / ideal with one ideal for all: the busiest device's work
+    *without* recomputation (the least such work among ``runs``). Equal to bubble over ideal
+    time without re-materialisation; with it, the recomputed forwards count as lost time."""
+    ideal = min(float(r.busy.max()) for r in runs.values())
+    return {name: (r.makespan - ideal) / ideal for name, r in runs.items()}
+
+
 def plot_memory_vs_bubble(runs: dict, ax=None):
-    """Bubble over ideal time against the busiest device's peak memory, one point per schedule.
+    """Time over the no-recompute ideal against the busiest device's peak memory, one point per
+    schedule (``time_over_ideal``; for schedules without re-materialisation it is the bubble
+    over ideal time).
 
     Several schedules often land on the same point (1F1B and ZB-H1 hold the same activations;
     re-materialisation keeps GPipe's bubble), so there are no labels next to the points, where
@@ -372,13 +392,14 @@ def plot_memory_vs_bubble(runs: dict, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.2), constrained_layout=True)
     colours = plt.cm.tab10.colors
+    lost = time_over_ideal(runs)
     for k, (label, r) in enumerate(runs.items()):
         marker = MARKERS.get(label, "P")
-        ax.scatter(r.peak_bytes.max(), r.bubble_over_ideal, s=190 - 26 * k, marker=marker,
+        ax.scatter(r.peak_bytes.max(), lost[label], s=190 - 26 * k, marker=marker,
                    facecolors="none", edgecolors=colours[k % len(colours)], linewidths=1.6,
                    label=label, zorder=3 + k)
     ax.set_xlabel("peak memory, busiest device\n[layer activations]")  # two lines: fits a narrow panel
-    ax.set_ylabel("bubble / ideal time")
+    ax.set_ylabel("(time − ideal) / ideal\n(ideal: no bubble, no recompute)")
     ax.margins(0.15)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
               labelspacing=1.1, frameon=False)

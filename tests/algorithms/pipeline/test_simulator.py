@@ -116,7 +116,24 @@ def test_remat_trades_a_second_forward_for_memory():
     plain = sim.simulate(sc.gpipe(4, 8), t_f=1, t_b=2, message_bytes=100, activation_bytes=1000)
     remat = sim.simulate(sc.gpipe(4, 8), t_f=1, t_b=2, message_bytes=100, activation_bytes=1000, remat=True)
     assert remat.makespan == pytest.approx((8 + 3) * 4)
-    assert plain.peak_bytes.tolist() == [8000.0] * 4 and remat.peak_bytes.tolist() == [800.0] * 4
+    # stashes: 8 inputs of 100 bytes; during a B, the rebuilt activations (1000) on top
+    assert plain.peak_bytes.tolist() == [8000.0] * 4 and remat.peak_bytes.tolist() == [1800.0] * 4
+    # 1F1B + remat: device 0 keeps up to 4 inputs and rebuilds one micro-batch's activations
+    one = sim.simulate(sc.one_f_one_b(4, 8), t_f=1, t_b=2, message_bytes=100,
+                       activation_bytes=1000, remat=True)
+    assert one.peak_bytes.tolist() == [400.0 + 1000 - 0, 300.0 + 1000, 200.0 + 1000, 100.0 + 1000]
+
+
+def test_time_over_ideal_counts_recomputation_as_lost_time():
+    # Review 07-08 finding 2: with remat at the old "bubble over ideal" it looked free.
+    runs = sim.all_schedules(4, 8, 2)
+    lost = sim.time_over_ideal(runs)
+    assert lost["1f1b"] == pytest.approx(3 / 8) and lost["gpipe"] == pytest.approx(3 / 8)
+    assert lost["gpipe + remat"] == pytest.approx(44 / 24 - 1)  # 8 extra forwards of 1
+    assert runs["gpipe + remat"].bubble_over_ideal == pytest.approx(3 / 8)  # the old, free-looking
+    # interleaving's memory price: 11 chunk stashes of half a stage = 5.5 stages against 4
+    inter, one = runs["interleaved, v=2"], runs["1f1b"]
+    assert inter.peak_bytes.max() / one.peak_bytes.max() == pytest.approx(1 + 3 / (4 * 2))
 
 
 def test_invalid_order_is_rejected_with_the_op_and_its_input():
