@@ -4,8 +4,10 @@
     python -c "from mlpar.benchmarks import gpu as b; print(b.report(b.run()))"
 
 Figures: elementwise-product bandwidth as a share of the device's own copy bandwidth; the
-matmul steps (naive, tiled, register-blocked, wide loads with a tuned tile shape) in GFLOP/s
-next to cuBLAS through CuPy or PyTorch when one is installed (4096² float32 on a GPU); the
+matmul steps (naive, tiled, register-blocked, step 3's 128×128 tiles with a tuned shape) in
+GFLOP/s next to cuBLAS through PyTorch or CuPy when one is installed (4096² float32 on a GPU,
+and a ladder at 1024², 2048², 4096² beside cuBLAS in FP32 and in TF32), kernel times from CUDA
+events, the registers of each compiled matmul kernel and the occupancy they allow; the
 time to copy inputs over and results back next to the kernel time; the link's rate from
 pageable and from pinned host memory, and copies overlapped with compute on streams. On a machine without a
 GPU everything runs on the simulator at small sizes and the report says that the figures are
@@ -61,6 +63,7 @@ def _measure(quick: bool) -> dict:
         best_shape = matmul.default_shape("wide")
         wide = matmul.kernel_gflops("wide", a, b, shape=best_shape, repeat=repeat)
     blas_name, blas = matmul.cublas_gflops(a, b, repeat=repeat)
+    ladder = _ladder(matmul, best_shape, quick) if backend == "gpu" else []
     return {
         "backend": backend,
         "device": info.name,
@@ -94,7 +97,67 @@ def _measure(quick: bool) -> dict:
         "overlap_chunks": overlap.chunks,
         "overlap_correct": bool(np.array_equal(overlap.result, x * y)),
         "overlap_speedup": overlap.speedup,
+        "kernel_timer": "CUDA events" if backend == "gpu" else "host clock (simulator)",
+        "ladder": ladder,
+        "resources": _resources(matmul, best_shape, tile, dtype) if backend == "gpu" else [],
     }
+
+
+LADDER_SIDES = (1024, 2048, 4096)
+
+
+def _ladder(matmul, shape, quick: bool) -> list[dict]:
+    # Every step at three sizes, float32, kernel alone by CUDA events, beside cuBLAS in true
+    # FP32 (the same arithmetic as the kernels) and in TF32 on the tensor cores.
+    rng = np.random.default_rng(1)
+    rows = []
+    for side in LADDER_SIDES[:2] if quick else LADDER_SIDES:
+        a = rng.standard_normal((side, side)).astype(np.float32)
+        b = rng.standard_normal((side, side)).astype(np.float32)
+        row = {"side": side}
+        for step in matmul.STEPS:
+            row[step] = matmul.kernel_gflops(step, a, b, repeat=5,
+                                             shape=shape if step == "wide" else None)
+        row["cublas_via"], row["cublas_fp32"] = matmul.cublas_gflops(a, b, repeat=5)
+        row["cublas_tf32_via"], row["cublas_tf32"] = matmul.cublas_gflops(a, b, repeat=5,
+                                                                          tf32=True)
+        rows.append(row)
+    return rows
+
+
+def _registers(kernel) -> int | None:
+    # numba's compiled kernel: an int for one signature, or a dict per signature.
+    try:
+        regs = kernel.get_regs_per_thread()
+    except Exception:
+        return None
+    if isinstance(regs, dict):
+        return max(regs.values()) if regs else None
+    return int(regs)
+
+
+def _resources(matmul, shape, tile: int, dtype: str) -> list[dict]:
+    # Registers per thread of each compiled kernel, as the device's compiler made them, and
+    # the occupancy they allow on this GPU's SM limits (taken as the H100's, cc 9.0).
+    from mlpar.gpu import cuda_kernels as ck
+
+    dt = np.dtype(dtype)
+    kernels = [("naive", ck.naive_matmul_kernel(dt), tile * tile, 0),
+               ("tiled", ck.tiled_matmul_kernel(tile, dt), tile * tile,
+                2 * tile * tile * dt.itemsize),
+               ("register", matmul.register_blocked_kernel(matmul.REGISTER_SHAPE, dt),
+                matmul.REGISTER_SHAPE.threads, matmul.REGISTER_SHAPE.shared_bytes(dt.itemsize)),
+               ("wide", matmul.wide_kernel(shape, dt), shape.threads,
+                shape.shared_bytes(dt.itemsize))]
+    rows = []
+    for name, kernel, threads, shared in kernels:
+        regs = _registers(kernel)
+        occ = gpu.occupancy(threads, regs, shared) if regs else None
+        rows.append({"kernel": name, "threads": threads, "registers": regs,
+                     "shared_bytes": shared,
+                     "occupancy": None if occ is None else occ.occupancy,
+                     "limiter": None if occ is None else occ.limiter})
+    return rows
 
 
 def run(quick: bool = False) -> dict:
@@ -140,13 +203,27 @@ def report(figures: dict) -> str:
         f"matmul {f['matmul_side']}² {f['dtype']} (kernel alone): naive "
         f"{f['naive_matmul_gflops']:.3g}, tiled (tile {f['tile']}) "
         f"{f['tiled_matmul_gflops']:.3g}, register-blocked {f['register_matmul_gflops']:.3g}, "
-        f"wide loads {f['wide_matmul_gflops']:.3g} GFLOP/s ({f['wide_shape']}); copies "
+        f"step 3 {f['wide_matmul_gflops']:.3g} GFLOP/s ({f['wide_shape']}); copies "
         f"{100 * f['matmul_transfer_share']:.3g} % of the tiled total",
     ]
     if f.get("cublas_gflops") is not None:
         lines.append(f"  {f['cublas_via']}: {f['cublas_gflops']:.3g} GFLOP/s; tiled reaches "
-                     f"{100 * f['tiled_share_of_cublas']:.3g} %, wide loads "
+                     f"{100 * f['tiled_share_of_cublas']:.3g} %, step 3 "
                      f"{100 * f['wide_share_of_cublas']:.3g} % of it")
     elif f["backend"] == "gpu":
         lines.append("  cuBLAS: neither CuPy nor PyTorch with CUDA is installed")
+    lines.append(f"kernel times by: {f.get('kernel_timer', 'host clock')}")
+    for row in f.get("ladder") or []:
+        blas = row.get("cublas_fp32")
+        steps = ", ".join(
+            f"{step} {row[step]:.4g}" + (f" ({100 * row[step] / blas:.3g} %)" if blas else "")
+            for step in ("naive", "tiled", "register", "wide"))
+        tf32 = row.get("cublas_tf32")
+        lines.append(f"  {row['side']}² fp32 GFLOP/s (% of cuBLAS FP32): {steps}; "
+                     f"{row.get('cublas_via') or 'cuBLAS n/a'} {blas or float('nan'):.4g}; "
+                     f"TF32 {tf32 or float('nan'):.4g}")
+    for r in f.get("resources") or []:
+        occ = "n/a" if r["occupancy"] is None else f"{100 * r['occupancy']:.3g} % ({r['limiter']})"
+        lines.append(f"  {r['kernel']:>8}: {r['threads']} threads/block, {r['registers']} "
+                     f"registers/thread, {r['shared_bytes']} B shared: occupancy {occ}")
     return "\n".join(lines)

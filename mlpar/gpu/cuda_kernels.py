@@ -111,6 +111,32 @@ def _launch(kernel, grid, block, *args) -> None:
     cuda.synchronize()
 
 
+def event_seconds(launch, repeat: int = 5, *, launches: int = 1) -> float:
+    """Best device time of ``launches`` back-to-back ``launch()`` calls, per launch, in seconds,
+    read from CUDA events; NaN on the simulator, whose times describe Python threads.
+
+    Two events recorded in the stream before and after the launches are time-stamped by the
+    GPU itself, so the host's launch overhead (tens of microseconds in numba) is not counted
+    as kernel time, as it would be by a host clock around ``launch(); cuda.synchronize()``.
+    Call it after a warm-up launch: the first one compiles.
+    """
+    validation.callable_("launch", launch)
+    repeat = validation.positive_int("repeat", repeat, maximum=1000)
+    launches = validation.positive_int("launches", launches, maximum=10_000)
+    if BACKEND == "simulator":
+        return float("nan")
+    best = float("inf")
+    for _ in range(repeat):
+        start, end = cuda.event(timing=True), cuda.event(timing=True)
+        start.record()
+        for _ in range(launches):
+            launch()
+        end.record()
+        end.synchronize()
+        best = min(best, cuda.event_elapsed_time(start, end) / 1e3 / launches)  # ms → s
+    return best
+
+
 def _pair(name_x, x, name_y, y, ndim):
     x = validation.array(name_x, x, ndim=ndim, dtype=FLOAT_TYPES, contiguous=True, min_size=1)
     y = validation.array(name_y, y, ndim=ndim, dtype=x.dtype, contiguous=True, min_size=1)

@@ -18,7 +18,8 @@ FIGURES = {
     "register_matmul_gflops": 2000.0, "wide_matmul_gflops": 4000.0,
     "wide_shape": "block 128×128 of C, k-step 8, 8×8 per thread (256 threads)",
     "cublas_via": None, "cublas_gflops": None, "tiled_share_of_cublas": None,
-    "wide_share_of_cublas": None, "pageable_to_device_gbps": 6.0, "pinned_to_device_gbps": 24.0,
+    "wide_share_of_cublas": None, "kernel_timer": "host clock (simulator)", "ladder": [],
+    "resources": [], "pageable_to_device_gbps": 6.0, "pinned_to_device_gbps": 24.0,
     "pageable_to_host_gbps": 5.0, "pinned_to_host_gbps": 25.0,
     "pinned_product_transfer_share": 0.8, "overlap_chunks": 4, "overlap_correct": True,
     "overlap_speedup": 1.6,
@@ -51,10 +52,10 @@ def test_report_on_a_gpu_without_cublas_bindings():
     assert "neither CuPy nor PyTorch" in text
     with_blas = dict(FIGURES, cublas_via="CuPy (cuBLAS)", cublas_gflops=1800.0,
                      tiled_share_of_cublas=0.5, wide_share_of_cublas=4000.0 / 1800.0)
-    assert ("CuPy (cuBLAS): 1.8e+03 GFLOP/s; tiled reaches 50 %, wide loads 222 % of it"
+    assert ("CuPy (cuBLAS): 1.8e+03 GFLOP/s; tiled reaches 50 %, step 3 222 % of it"
             in bench.report(with_blas))
     assert "from pinned: 24 GB/s to device" in text and "4 chunks on streams: 1.6×" in text
-    assert "register-blocked 2e+03, wide loads 4e+03 GFLOP/s (block 128×128" in text
+    assert "register-blocked 2e+03, step 3 4e+03 GFLOP/s (block 128×128" in text
 
 
 def test_bad_arguments():
@@ -64,3 +65,33 @@ def test_bad_arguments():
         bench.report([1, 2])
     with pytest.raises(ValueError, match="backend"):
         bench.report(dict(FIGURES, backend="tpu"))
+
+
+def test_report_prints_the_ladder_the_cublas_precision_and_the_occupancy():
+    figures = dict(FIGURES, kernel_timer="CUDA events", ladder=[
+        {"side": 1024, "naive": 500.0, "tiled": 1000.0, "register": 4000.0, "wide": 8000.0,
+         "cublas_via": "PyTorch 2.11 (cuBLAS, FP32 on CUDA cores, TF32 off)",
+         "cublas_fp32": 16000.0, "cublas_tf32_via": "x", "cublas_tf32": 90000.0}],
+        resources=[{"kernel": "wide", "threads": 256, "registers": 126, "shared_bytes": 8192,
+                    "occupancy": 0.25, "limiter": "registers"}])
+    text = bench.report(figures)
+    assert "kernel times by: CUDA events" in text
+    assert ("1024² fp32 GFLOP/s (% of cuBLAS FP32): naive 500 (3.12 %), tiled 1000 (6.25 %), "
+            "register 4000 (25 %), wide 8000 (50 %); PyTorch 2.11 (cuBLAS, FP32 on CUDA cores, "
+            "TF32 off) 1.6e+04; TF32 9e+04") in text
+    assert "wide: 256 threads/block, 126 registers/thread, 8192 B shared: occupancy 25 % " \
+           "(registers)" in text
+
+
+def test_event_seconds_is_nan_on_the_simulator_and_checks_its_arguments():
+    import math
+
+    from mlpar.gpu import cuda_kernels as ck
+
+    if ck.BACKEND != "simulator":
+        pytest.skip("the simulator's answer")
+    assert math.isnan(ck.event_seconds(lambda: None, 2))
+    with pytest.raises(TypeError, match="launch"):
+        ck.event_seconds(5)
+    with pytest.raises(ValueError, match="launches"):
+        ck.event_seconds(lambda: None, 2, launches=0)
