@@ -33,7 +33,34 @@ def loop_order_matters(quick: bool = False):
     ikj = mm.measure_variant("ikj", n, repeat=2 if quick else 3)
     return claims.check("02", f"ikj vs ijk loop order, n = {n}", ijk.best / ikj.best,
                         at_least=3, unit="×",
-                        cause="a very large cache or hardware prefetcher hides the strided reads")
+                        cause="this core's adds have a short latency, or its compiler split "
+                              "ijk's running total (see the chain claim)")
+
+
+#: The chain experiment's keys in ``mm.CHAIN_LOOPS`` order.
+CHAIN_KEYS = tuple(mm.CHAIN_LOOPS)
+
+
+def ijk_is_bound_by_its_chain(quick: bool = False, *, rates=None):
+    """ijk on Bᵀ (unit stride, one running total) speeds up at least 2× when ``fastmath``
+    lets the compiler split the total into SIMD partial sums: at a size without conflict
+    misses, the dot product's dependency chain, not B's stride, is what holds ijk back.
+
+    ``rates``: ``mm.measure_chains``'s ``{name: GFLOP/s}``, already measured (reused).
+    """
+    quick = validation.flag("quick", quick)
+    if rates is not None and (not isinstance(rates, dict) or not set(CHAIN_KEYS) <= set(rates)):
+        raise TypeError(f"rates: expected measure_chains's dict {{name: GFLOP/s}} with keys "
+                        f"{CHAIN_KEYS}, got {type(rates).__name__}")
+    n = 384 if quick else LOOP_ORDER_N
+    if rates is None:
+        rates = mm.measure_chains(n, repeat=2 if quick else 3)
+    one_chain, many = rates[CHAIN_KEYS[1]], rates[CHAIN_KEYS[2]]
+    return claims.check("02", "ijk on Bᵀ, fastmath / without (many chains vs one)",
+                        claims.ratio(many, one_chain, names=("fastmath rate", "one-chain rate")),
+                        at_least=2, unit="×",
+                        cause="this compiler did not split the sum under fastmath, or the "
+                              "loop waits for memory rather than for its adds")
 
 
 def conflict_misses_slow_ijk(quick: bool = False, *, rates=None):
@@ -135,5 +162,6 @@ def blas_threads_speed_up_matmul(quick: bool = False, *, table=None):
     return claims.check("02", statement, speedup, at_least=BLAS_SPEEDUP, unit="×", cause=cause)
 
 
-CLAIMS = (loop_order_matters, conflict_misses_slow_ijk, blocking_wins_past_the_cache,
-          packed_reaches_a_share_of_the_peak, blas_threads_speed_up_matmul)
+CLAIMS = (loop_order_matters, ijk_is_bound_by_its_chain, conflict_misses_slow_ijk,
+          blocking_wins_past_the_cache, packed_reaches_a_share_of_the_peak,
+          blas_threads_speed_up_matmul)

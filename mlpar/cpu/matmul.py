@@ -23,6 +23,7 @@ from mlpar.cpu.matmul_loops import (
     matmul_blocked,
     matmul_flops,
     matmul_ijk,
+    matmul_ijk_transposed,
     matmul_ikj,
     matmul_parallel,
     matmul_python,
@@ -307,6 +308,35 @@ def measure_conflicts(sizes: Sequence[int] = (511, 512, 513), *, variant: str = 
         raise ValueError("sizes: expected at least one size, got an empty sequence")
     with threads.using_threads(1):
         return {n: measure_variant(variant, n, repeat=repeat, seed=seed).gflops for n in sizes}
+
+
+#: The loops of ``measure_chains``: name -> function(a, b).
+CHAIN_LOOPS = {
+    "ijk (B down its columns)": matmul_ijk,
+    "ijk on Bᵀ (unit stride, one chain)": matmul_ijk_transposed,
+    "ijk on Bᵀ, fastmath (many chains)": lambda a, b: matmul_ijk_transposed(a, b, fastmath=True),
+    "ikj (independent row updates)": matmul_ikj,
+}
+
+
+def measure_chains(n: int = 600, *, repeat: int = 3, seed: int = 0) -> dict:
+    """GFLOP/s on one thread of ijk, ijk on Bᵀ (unit stride), the same with ``fastmath``, and
+    ikj, on n × n matrices: ``{name: GFLOP/s}`` in ``CHAIN_LOOPS`` order.
+
+    Tells stride from dependency chain: ijk on Bᵀ reads both operands with unit stride, yet
+    keeps ijk's single running total; ``fastmath`` lets the compiler split that total into
+    SIMD partial sums. If ijk on Bᵀ is as slow as ijk and fastmath makes it as fast as ikj,
+    the chain, not the stride, is what made ijk slow at this size.
+    """
+    from mlpar.core import threads
+
+    n = validation.positive_int("n", n, maximum=4096)
+    a, b = random_matrices(n, seed=seed)
+    flops = matmul_flops(n, n, n)
+    with threads.using_threads(1):
+        return {name: timing.measure(f, a, b, name=name, repeat=repeat, flops=flops,
+                                     min_sample_time=MIN_SAMPLE_TIME).gflops
+                for name, f in CHAIN_LOOPS.items()}
 
 
 def blas_threads() -> int:

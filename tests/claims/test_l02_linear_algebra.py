@@ -24,8 +24,18 @@ def test_loop_order_claim_measures_a_ratio():
     assert c.lesson == "02" and c.value > 0 and c.comparison == ">=" and c.threshold == 3
 
 
-def test_lesson_02_registers_five_claims():
-    assert len(l02.CLAIMS) == 5 and all(callable(f) for f in l02.CLAIMS)
+def test_lesson_02_registers_six_claims():
+    assert len(l02.CLAIMS) == 6 and all(callable(f) for f in l02.CLAIMS)
+
+
+def test_chain_claim_reads_the_four_rates():
+    keys = l02.CHAIN_KEYS
+    held = l02.ijk_is_bound_by_its_chain(rates=dict(zip(keys, (4.4, 4.2, 25.0, 22.0))))
+    broken = l02.ijk_is_bound_by_its_chain(rates=dict(zip(keys, (4.4, 20.0, 22.0, 22.0))))
+    assert held.held is True and held.value == pytest.approx(25.0 / 4.2)
+    assert broken.held is False and broken.why_not
+    with pytest.raises(TypeError, match="rates"):
+        l02.ijk_is_bound_by_its_chain(rates={600: 1.0})
 
 
 def test_claims_needing_two_cores_read_n_a_on_one(monkeypatch):

@@ -168,3 +168,13 @@ def test_plot_gflops_draws_one_bar_per_variant():
     with pytest.raises(ValueError, match="peak_gflops"):
         mm.plot_gflops(table, peak_gflops=0.0)
     plt.close("all")
+
+
+def test_ijk_on_b_transposed_is_right_with_and_without_fastmath():
+    from mlpar.cpu import matmul_loops as ml
+
+    a, b = mm.random_matrices(13, 7, 9, seed=1)
+    assert np.allclose(ml.matmul_ijk_transposed(a, b), a @ b)
+    assert np.allclose(ml.matmul_ijk_transposed(a, b, fastmath=True), a @ b)
+    rates = mm.measure_chains(16, repeat=1)
+    assert list(rates) == list(mm.CHAIN_LOOPS) and all(r > 0 for r in rates.values())
