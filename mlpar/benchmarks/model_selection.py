@@ -2,7 +2,8 @@
 
 Targets on a 2-core machine: 5-fold CV of a model whose fit takes >= 50 ms runs >= 1.5x faster
 on 2 loky processes than serially (5 equal fits on 2 workers cannot beat 5/3 = 1.67x), and
-2x5-fold (10 fits) >= 1.7x. The serial run is timed with BLAS limited to one thread,
+2x5-fold (10 fits) >= 1.5x (the lesson's claim; quiet machines read 1.6-1.8x). The serial run
+is timed with BLAS limited to one thread,
 and so is each loky worker (``blas_threads=1``), so the comparison is one core against two;
 the serial time with the default BLAS threads is reported beside it.
 
@@ -104,7 +105,7 @@ def report(f: dict) -> str:
             f"p={p}: {s:.2f}x"
             for p, s in zip(f["amdahl_workers"], f["amdahl_speedups"], strict=True)
         ),
-        f"2x5-fold CV (10 fits) on 2 processes: {f['cv_2x5_speedup']:.2f}x (target >= 1.7x)",
+        f"2x5-fold CV (10 fits) on 2 processes: {f['cv_2x5_speedup']:.2f}x (target >= 1.5x)",
         f"Amdahl fit: serial fraction {f['amdahl_serial_fraction']:.3f} "
         f"± {f['amdahl_uncertainty']:.3f}"
         + (" (exactly determined by one point)" if f["amdahl_exactly_determined"] else "")

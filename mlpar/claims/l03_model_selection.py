@@ -41,8 +41,21 @@ def _processes() -> str:
                                       "shared between processes: is /dev/shm missing or read-only?)")
 
 
+#: The CV claim's threshold. Ten equal fits on 2 workers can reach 2×; on quiet 2-core
+#: machines the measurement reads 1.6-1.8× (the pool's per-call cost, the parent process and
+#: the OS share the two cores), so a threshold of 1.7 sat inside the run-to-run noise
+#: (issue 36: 1.62× and 1.69× on two quiet runs). 1.5× is what "parallel CV pays" needs, and
+#: it lies several spreads below what such machines measure.
+CV_SPEEDUP = 1.5
+
+
+def _round_spread(round_speedups) -> str:
+    r = np.asarray(round_speedups, dtype=float)
+    return f"{len(r)} interleaved rounds: {r.min():.2f}–{r.max():.2f}×"
+
+
 def parallel_cv_speeds_up(quick: bool = False, *, curve=None, n_fits: int = speedup.FIXED_FITS):
-    """2 × 5-fold CV (10 fits of >= 50 ms) on 2 loky processes is >= 1.7× the serial run.
+    """2 × 5-fold CV (10 fits of >= 50 ms) on 2 loky processes is >= 1.5× the serial run.
 
     ``curve``: a strong-scaling ``SpeedupCurve`` of ``n_fits`` fits already measured on 1 and
     2 workers (the lesson passes the one it plots, ``speedup.strong_and_scaled``'s first, and
@@ -62,15 +75,17 @@ def parallel_cv_speeds_up(quick: bool = False, *, curve=None, n_fits: int = spee
             raise TypeError("curve: expected a strong-scaling SpeedupCurve measured on 1 and 2 "
                             f"workers, got {curve!r:.80}")
     if reason := _two_cores() or (_processes() if curve is None else ""):
-        return claims.check("03", statement, None, at_least=1.7, unit="×", not_applicable=reason)
-    if curve is not None:
-        times = dict(zip(curve.workers, curve.times, strict=True))
-        return claims.check("03", statement, times[1] / times[2], at_least=1.7, unit="×",
-                            cause=BUSY)
-    X, y = cv.load_dataset("breast_cancer")
-    ratio = speedup.parallel_cv_speedup(speedup.heavy_model(), X, y, n_fits=n_fits,
-                                        repeat=1 if quick else 3)
-    return claims.check("03", statement, ratio, at_least=1.7, unit="×", cause=BUSY)
+        return claims.check("03", statement, None, at_least=CV_SPEEDUP, unit="×",
+                            not_applicable=reason)
+    if curve is None:
+        X, y = cv.load_dataset("breast_cancer")
+        curve = speedup.parallel_cv_curve(speedup.heavy_model(), X, y, n_fits=n_fits,
+                                          repeat=2 if quick else 4)
+    times = dict(zip(curve.workers, curve.times, strict=True))
+    one, two = curve.workers.index(1), curve.workers.index(2)
+    rounds = np.asarray(curve.samples)[:, one] / np.asarray(curve.samples)[:, two]
+    return claims.check("03", f"{statement} ({_round_spread(rounds)})", times[1] / times[2],
+                        at_least=CV_SPEEDUP, unit="×", cause=BUSY)
 
 
 def nogil_threads_beat_python_threads(quick: bool = False, *, table=None):

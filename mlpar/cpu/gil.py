@@ -225,21 +225,29 @@ def _kind(block: np.ndarray) -> str:
     return type(block).__name__
 
 
-def task_overhead(backend: str, *, n_tasks: int = 200, n_jobs: int = 2) -> float:
+def task_overhead(backend: str, *, n_tasks: int = 200, n_jobs: int = 2,
+                  batch_size: int | str = "auto") -> float:
     """Seconds per task of running ``n_tasks`` no-op tasks through ``joblib.Parallel``.
 
     The work is nothing, so what is measured is dispatch: queueing, and for ``loky`` pickling
     the call, the round trip through a pipe and unpickling the result. The process pool is
     started (and reused) before the clock starts.
+
+    ``batch_size``: joblib's. With ``"auto"`` the loky backend packs many tiny tasks into one
+    batch (one round trip for the lot), so the figure is a share of a batch; the threading
+    backend never batches. ``batch_size=1`` sends every task on its own on both: the cost of
+    one task.
     """
     validation.choice("backend", backend, JOBLIB_BACKENDS)
     n_tasks = validation.positive_int("n_tasks", n_tasks, maximum=MAX_TASKS)
     n_jobs = limits.workers("n_jobs", n_jobs)
+    if batch_size != "auto":
+        batch_size = validation.positive_int("batch_size", batch_size, maximum=MAX_TASKS)
     cleanup.remove_stale_shm()  # what killed kernels' pools left in /dev/shm
     with parallel_config(backend=backend, n_jobs=n_jobs):
         Parallel()(delayed(_noop)(i) for i in range(n_jobs))  # warm-up: start workers
         start = time.perf_counter()
-        Parallel()(delayed(_noop)(i) for i in range(n_tasks))
+        Parallel(batch_size=batch_size)(delayed(_noop)(i) for i in range(n_tasks))
         return (time.perf_counter() - start) / n_tasks
 
 

@@ -103,7 +103,21 @@ def _speedups(workers: np.ndarray, speedups, name: str = "speedups") -> np.ndarr
 
 
 LAWS = {"amdahl": amdahl_speedup, "gustafson": gustafson_speedup}
-SIGNIFICANT = 2.0  # standard deviations: a gap smaller than this is not told apart from noise
+#: Rounds below this give no usable uncertainty: with two, the spread has one degree of
+#: freedom and a gap must exceed 12.7 spreads to be significant at 95 %.
+MIN_ROUNDS_FOR_SPREAD = 3
+
+
+def t_quantile(rounds: int, level: float = 0.95) -> float:
+    """Student's t quantile for a two-sided ``level`` with ``rounds - 1`` degrees of freedom:
+    how many spreads (standard deviations over rounds) a gap must span to count."""
+    from scipy.stats import t
+
+    rounds = validation.positive_int("rounds", rounds, maximum=1 << 20)
+    level = validation.number("level", level, low=0.0, high=1.0, low_open=True, high_open=True)
+    if rounds < 2:
+        return float("inf")
+    return float(t.ppf(0.5 + level / 2, rounds - 1))
 
 
 @dataclass(frozen=True)
@@ -179,13 +193,22 @@ class ScalingFit:
         if np.isnan(u):
             lines.append("cannot: give an uncertainty for s (fewer than 2 measurement rounds).")
         elif S_top > 1.0:
-            lines.append(f"can: s = {s:.3f} ± {u:.3f} (spread over {self.rounds} rounds).")
+            rough = "" if self.rounds >= MIN_ROUNDS_FOR_SPREAD else "; too few for more than a rough guide"
+            lines.append(f"can: s = {s:.3f} ± {u:.3f} (spread over {self.rounds} rounds{rough}).")
         if not np.isnan(spread) and spread > 0:
             gap = (top - S_top) / spread
-            verdict = "below" if gap > SIGNIFICANT else "not told apart from"
-            lines.append(
-                f"can: S({top:g}) = {S_top:.2f} ± {spread:.2f} is {verdict} the ideal "
-                f"{top:g} ({gap:.1f} standard deviations).")
+            if self.rounds < MIN_ROUNDS_FOR_SPREAD:
+                lines.append(
+                    f"cannot: tell S({top:g}) = {S_top:.2f} from the ideal {top:g}: "
+                    f"{self.rounds} rounds give no usable uncertainty (the spread has "
+                    f"{self.rounds - 1} degree of freedom).")
+            else:
+                need = t_quantile(self.rounds)
+                verdict = "below" if gap > need else "not told apart from"
+                lines.append(
+                    f"can: S({top:g}) = {S_top:.2f} ± {spread:.2f} is {verdict} the ideal "
+                    f"{top:g}: the gap is {gap:.1f} spreads, and {self.rounds} rounds need "
+                    f"{need:.2f} (Student's t, 95 %, {self.rounds - 1} dof).")
         if self.law == "amdahl" and 0 < s < 1:
             hi = 1.0 / max(s - u, 1e-12) if not np.isnan(u) else float("inf")
             lo = 1.0 / (s + u) if not np.isnan(u) else 1.0 / s
@@ -212,7 +235,12 @@ class ScalingFit:
         grid = np.linspace(1, max(top, max(self.workers)), 200)
         ax.plot(grid, grid, "k--", lw=1, label="ideal S = p")
         u = "" if np.isnan(self.uncertainty) else f" ± {self.uncertainty:.3f}"
-        ax.plot(grid, self.predict(grid), "-", label=f"{self.law} fit, s = {self.serial_fraction:.3f}{u}")
+        if self.exactly_determined:  # one point fixes s: the line shows a choice, not a test
+            ax.plot(grid, self.predict(grid), ":", label=f"{self.law}, s = "
+                    f"{self.serial_fraction:.3f}{u} (one point fixes s; nothing tested)")
+        else:
+            ax.plot(grid, self.predict(grid), "-",
+                    label=f"{self.law} fit, s = {self.serial_fraction:.3f}{u}")
         yerr = np.asarray(self.speedup_spread) if self.speedup_spread else None
         ax.errorbar(self.workers, self.speedups, yerr=yerr, fmt="o", capsize=3, label=label)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -269,7 +297,7 @@ def fit_amdahl(workers, speedups, *, rounds=None) -> ScalingFit:
 
     ``rounds`` (n_rounds, n_points): each round's own speedups; ``s`` is refitted on each and
     their standard deviation is the fit's uncertainty. With a single point above p = 1 the
-    fit is exactly determined: ``s = (1/S - 1/p) / (1 - 1/p)`` and the residual is 0.
+    fit is exactly determined (the law, solved for s) and the residual is 0.
     """
     return _fit("amdahl", workers, speedups, rounds)
 
@@ -337,8 +365,18 @@ class SpeedupCurve:
         pairs = ", ".join(
             f"p={p}: {t * 1e3:.1f} ms" for p, t in zip(self.workers, self.times, strict=True)
         )
-        kind = "" if self.serial_samples is None else "scaled "
-        return f"SpeedupCurve({kind}{pairs}; best of {len(self.samples)} rounds)"
+        if self.serial_samples is None:
+            return f"SpeedupCurve({pairs}; best of {len(self.samples)} rounds)"
+        # a scaled curve: each speedup divides the grown job's one-worker time by its p-worker
+        # time, so both are shown; and the weak-scaling efficiency, the base job's time over
+        # the grown job's on p workers (1 when growing the job and the workers costs nothing)
+        grown = ", ".join(f"p={p}: {t * 1e3:.1f} ms" for p, t in
+                          zip(self.workers, self.serial_times, strict=True) if p != 1)
+        base = self.times[0] if self.workers[0] == 1 else float("nan")
+        weak = ", ".join(f"p={p}: {base / t:.2f}" for p, t in
+                         zip(self.workers, self.times, strict=True) if p != 1)
+        return (f"SpeedupCurve(scaled {pairs}; the grown job on 1 worker {grown}; weak-scaling "
+                f"efficiency {weak}; best of {len(self.samples)} rounds)")
 
 
 #: The most worker counts one scaling curve measures (each is timed ``repeat`` times).

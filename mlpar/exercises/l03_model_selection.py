@@ -17,6 +17,7 @@ import numpy as np
 from joblib import parallel as joblib_parallel
 from joblib import parallel_config
 from joblib.parallel import ThreadingBackend
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from mlpar.algorithms.model_selection import cross_validation as ms
 from mlpar.algorithms.model_selection import speedup as speedup_model
@@ -140,6 +141,56 @@ def recording_backend():
             joblib_parallel.BACKENDS[k] = v
 
 
+class _FitLog:
+    """Where and when the witness model's fits ran: the thread of each fit, and whether two
+    fits were ever in progress at once (the first two fits off the calling thread wait for each
+    other, up to ``WAIT_SECONDS``; a pool that runs them one after another never lets them
+    meet)."""
+
+    WAIT_SECONDS = 5.0
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.caller = threading.get_ident()
+        self.threads: list[int] = []
+        self.waiting = 0
+        self.met = False
+        self.barrier = threading.Barrier(2)
+
+    def note(self) -> None:
+        me = threading.get_ident()
+        with self.lock:
+            self.threads.append(me)
+            wait = me != self.caller and self.waiting < 2 and not self.met
+            if wait:
+                self.waiting += 1
+        if wait:
+            try:
+                self.barrier.wait(timeout=self.WAIT_SECONDS)
+                self.met = True
+            except threading.BrokenBarrierError:
+                pass
+
+
+_FITS = _FitLog()
+
+
+class FitWitness(BaseEstimator, ClassifierMixin):
+    """The check's model: it fits and scores a clone of ``estimator`` exactly (same scores),
+    and notes on which thread each fit ran (``_FITS``). scikit-learn's ``clone`` keeps it."""
+
+    def __init__(self, estimator=None):
+        self.estimator = estimator
+
+    def fit(self, X, y):
+        _FITS.note()
+        self.fitted_ = clone(self.estimator).fit(X, y)
+        return self
+
+    def score(self, X, y):
+        return self.fitted_.score(X, y)
+
+
 def check_parallel_cv(parallel_cv) -> None:
     """``parallel_cv(model, X, y, folds, n_jobs)`` -> one score per fold, computed in parallel.
 
@@ -155,12 +206,16 @@ def check_parallel_cv(parallel_cv) -> None:
            "joblib cannot start pools on this machine (no semaphores: /dev/shm missing or "
            "read-only), so this check cannot see your tasks run; it says nothing about your "
            "answer. Run the lesson where /dev/shm is writable (Binder, Colab, a laptop)")
+    global _FITS
+
     X, y = ms.load_dataset("breast_cancer")
-    model = ms.make_model("logistic")
+    model = FitWitness(ms.make_model("logistic"))
     folds = ms.kfold(len(y), 4, seed=case_seed(11))
     reference = ms.cross_validate(model, X, y, folds).scores
+    _FITS = _FitLog()
     with recording_backend() as log:
         got = call(name, parallel_cv, model, X, y, folds, 2)
+    fits = _FITS
     case = "4 folds, n_jobs=2"
     got = as_array(name, got, what=f"{case}: the scores", ndim=1)
     expect(name, got.shape == reference.shape,
@@ -179,10 +234,22 @@ def check_parallel_cv(parallel_cv) -> None:
     expect(name, any(j is not None and (j == -1 or j >= 2) for j in requested),
            f"{case}: joblib.Parallel ran with n_jobs={requested[-1]}, expected the n_jobs "
            "argument (2): pass n_jobs=n_jobs")
+    here = sum(t == fits.caller for t in fits.threads)
+    expect(name, here == 0,
+           f"{case}: {here} of the {len(fits.threads)} fits ran in the calling thread, not on the "
+           "pool: the tasks must do the fitting (delayed(ms.fit_and_score)(...)), not hand "
+           "back scores computed beforehand")
+    expect(name, len(fits.threads) == len(folds),
+           f"{case}: the model was fitted {len(fits.threads)} times, expected once per fold "
+           f"({len(folds)})")
     tasks = log.get("tasks", 0)
     expect(name, tasks == len(folds),
            f"{case}: the backend received {tasks} task(s), expected one per fold "
            f"({len(folds)}): write one delayed(...) call per (train, test) pair")
+    expect(name, fits.met,
+           f"{case}: the fits ran one after another, never two at once (on "
+           f"{len(set(fits.threads))} worker thread(s)): give each fold its own task, and "
+           "send them all to one Parallel(n_jobs=n_jobs) call")
     passed(name, f"{len(folds)} folds ran as {tasks} joblib tasks on n_jobs=2; scores equal "
                  "the serial ones exactly")
 

@@ -93,10 +93,33 @@ def test_exactly_determined_fit_says_so_and_cannot_test_the_law():
     text = " ".join(fit.evidence())
     assert "cannot: test Amdahl's law" in text
     assert "exactly determined" in repr(fit)
-    assert "below the ideal" in text  # 1.7 ± 0.1 is 3 sd under 2
+    # 1.7 ± 0.1 is 3 spreads under 2, but 3 rounds (2 dof) need t = 4.30 at 95 % (issue 31)
+    assert "not told apart from the ideal 2: the gap is 3.0 spreads, and 3 rounds need 4.30" in text
     many = sl.fit_amdahl([1, 2, 4, 8], sl.amdahl_speedup([1, 2, 4, 8], 0.1))
     assert not many.exactly_determined and many.dof == 2
     assert "can: test the law" in " ".join(many.evidence())
+
+
+def test_the_gap_to_the_ideal_is_judged_by_students_t_not_by_a_fixed_two_sigma():
+    two = sl.fit_amdahl([1, 2], [1.0, 1.79], rounds=[[1.0, 1.78], [1.0, 1.80]])  # 1 dof
+    text = " ".join(two.evidence())
+    assert "2 rounds give no usable uncertainty" in text and "rough guide" in text
+    assert "below the ideal" not in text
+    five = sl.fit_amdahl([1, 2], [1.0, 1.79],
+                         rounds=[[1, 1.78], [1, 1.80], [1, 1.79], [1, 1.77], [1, 1.81]])
+    assert "is below the ideal 2" in " ".join(five.evidence()) and "4 dof" in " ".join(five.evidence())
+    assert sl.t_quantile(2) == pytest.approx(12.706, abs=1e-3)
+    assert sl.t_quantile(5) == pytest.approx(2.776, abs=1e-3)
+    assert sl.t_quantile(1) == float("inf")
+
+
+def test_a_scaled_curve_shows_the_grown_jobs_serial_time_and_weak_efficiency():
+    curve = sl.SpeedupCurve(workers=(1, 2), samples=((0.2, 0.25),),
+                            serial_samples=((0.2, 0.4),))
+    text = repr(curve)
+    assert "the grown job on 1 worker p=2: 400.0 ms" in text
+    assert "weak-scaling efficiency p=2: 0.80" in text
+    assert curve.speedups[-1] == pytest.approx(1.6)  # 400 / 250, readable from the line
 
 
 def test_fit_uses_relative_residuals():

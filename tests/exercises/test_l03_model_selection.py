@@ -129,10 +129,52 @@ def missing_fold_cv(model, X, y, folds, n_jobs):
     return good_cv(model, X, y, folds[:-1], n_jobs)
 
 
+def good_cv_threads(model, X, y, folds, n_jobs):  # right: threads (fits release the GIL)
+    return Parallel(n_jobs=n_jobs, prefer="threads")(
+        delayed(ms.fit_and_score)(model, {}, X, y, train, test) for train, test in folds)
+
+
+def precomputed_scores_cv(model, X, y, folds, n_jobs):
+    # issue 35: every fit runs serially here; the pool only hands back the numbers
+    scores = [ms.fit_and_score(model, {}, X, y, tr, te) for tr, te in folds]
+    return Parallel(n_jobs=n_jobs)(delayed(float)(s) for s in scores)
+
+
+def refit_on_the_pool_too_cv(model, X, y, folds, n_jobs):
+    serial_cv(model, X, y, folds, n_jobs)  # a serial pass first, then the parallel one
+    return good_cv(model, X, y, folds, n_jobs)
+
+
 def test_parallel_cv_accepts_correct_solutions(capsys):
-    ex.check_parallel_cv(good_cv)
-    ex.check_parallel_cv(good_cv_loky_generator)
-    assert capsys.readouterr().out.count("✓ Exercise 2") == 2
+    for solution in (good_cv, good_cv_loky_generator, good_cv_threads):
+        ex.check_parallel_cv(solution)
+    assert capsys.readouterr().out.count("✓ Exercise 2") == 3
+
+
+@pytest.fixture
+def short_wait(monkeypatch):
+    """Fits that never meet are refused after WAIT_SECONDS; a second is plenty in tests."""
+    monkeypatch.setattr(ex._FitLog, "WAIT_SECONDS", 1.0)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (precomputed_scores_cv, "4 of the 4 fits ran in the calling thread, not on the pool"),
+    (refit_on_the_pool_too_cv, "4 of the 8 fits ran in the calling thread"),
+])
+def test_parallel_cv_refuses_fits_done_outside_the_pool(bad, match, short_wait):
+    with pytest.raises(AssertionError, match=match):
+        ex.check_parallel_cv(bad)
+
+
+def test_parallel_cv_refuses_a_pool_whose_fits_never_overlap(short_wait):
+    def one_parallel_per_fold(model, X, y, folds, n_jobs):  # 4 tasks on 2 workers, one at a time
+        scores = []
+        for tr, te in folds:
+            scores += Parallel(n_jobs=n_jobs)([delayed(ms.fit_and_score)(model, {}, X, y, tr, te)])
+        return scores
+
+    with pytest.raises(AssertionError, match="the fits ran one after another, never two at once"):
+        ex.check_parallel_cv(one_parallel_per_fold)
 
 
 @pytest.mark.parametrize(
@@ -146,7 +188,7 @@ def test_parallel_cv_accepts_correct_solutions(capsys):
         (missing_fold_cv, "expected 4 scores \\(one per fold\\), got 3"),
     ],
 )
-def test_parallel_cv_rejects_wrong_solutions(bad, match):
+def test_parallel_cv_rejects_wrong_solutions(bad, match, short_wait):
     with pytest.raises(AssertionError, match=match) as err:
         ex.check_parallel_cv(bad)
     assert str(err.value).startswith("Exercise 2 (parallel CV): 4 folds, n_jobs=2")

@@ -109,8 +109,10 @@ class SearchResult:
             f"best {self.best_params} with mean score {self.best_score:.4f})"
         )
 
-    def plot(self, key: str, ax=None, log: bool = True, label: str | None = None):
-        """Mean score (± std over splits) against hyperparameter ``key``."""
+    def plot(self, key: str, ax=None, log: bool = True, label: str | None = None,
+             xlabel: str | None = None):
+        """Mean score (± std over splits) against hyperparameter ``key`` (``xlabel``: the axis's
+        name, the key itself by default)."""
         import matplotlib.pyplot as plt
 
         validation.choice("key", key, self.candidates[0])
@@ -129,7 +131,9 @@ class SearchResult:
         )
         if log:
             ax.set_xscale("log")
-        ax.set_xlabel(key)
+        if xlabel is not None and not isinstance(xlabel, str):
+            raise TypeError(f"xlabel: expected a str or None, got {type(xlabel).__name__}")
+        ax.set_xlabel(key if xlabel is None else xlabel)
         ax.set_ylabel("mean CV score")
         return ax
 

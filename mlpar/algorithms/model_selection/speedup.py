@@ -117,8 +117,9 @@ def strong_and_scaled(model, X, y, workers, *, fixed_fits: int = FIXED_FITS,
 
 #: Seconds the strong and scaled sweeps may take together (a lesson cell has 30 s in all).
 SWEEP_BUDGET_SECONDS = 20.0
-#: Rounds of each sweep: two, so that every speedup has a spread (the fit's uncertainty).
-SWEEP_ROUNDS = 2
+#: Rounds of each sweep: five, so that every speedup has a spread with 4 degrees of freedom
+#: (two rounds give one, and a gap must pass 12.7 spreads to count; five need 2.78).
+SWEEP_ROUNDS = 5
 #: Cost of one ``cross_validate`` call on a warm pool apart from its fits (dispatch, results).
 CALL_SECONDS = 0.05
 #: Memory one loky worker holds (an interpreter with numpy, scipy and scikit-learn imported,
@@ -246,14 +247,20 @@ def plan_sweep(fit_seconds: float, *, cores: int | None = None, memory_bytes: in
     return plan(strong_top, scaled_top)
 
 
-def parallel_cv_speedup(model, X, y, *, n_fits: int = FIXED_FITS, n_jobs: int = 2,
-                        repeat: int = 3) -> float:
-    """Best serial time ÷ best parallel time for ``n_fits`` fits (interleaved, warmed up)."""
+def parallel_cv_curve(model, X, y, *, n_fits: int = FIXED_FITS, n_jobs: int = 2,
+                      repeat: int = 3) -> scaling_laws.SpeedupCurve:
+    """``n_fits`` fits on 1 and ``n_jobs`` workers, ``repeat`` interleaved rounds, warmed up."""
     run = cv_runner(model, X, y)
     n_fits = validation.positive_int("n_fits", n_fits, maximum=100_000)
     n_jobs = limits.workers("n_jobs", n_jobs)
     repeat = validation.positive_int("repeat", repeat, maximum=1000)
-    curve = scaling_laws.speedup_curve(lambda p: run(p, n_fits), [1, n_jobs], repeat=repeat)
+    return scaling_laws.speedup_curve(lambda p: run(p, n_fits), [1, n_jobs], repeat=repeat)
+
+
+def parallel_cv_speedup(model, X, y, *, n_fits: int = FIXED_FITS, n_jobs: int = 2,
+                        repeat: int = 3) -> float:
+    """Best serial time ÷ best parallel time for ``n_fits`` fits (interleaved, warmed up)."""
+    curve = parallel_cv_curve(model, X, y, n_fits=n_fits, n_jobs=n_jobs, repeat=repeat)
     return float(curve.speedups[-1])
 
 
