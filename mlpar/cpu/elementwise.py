@@ -148,6 +148,28 @@ def compiled_kernel(kernel: str = "simd"):
     return _scalar_kernel.dispatcher() if kernel == "scalar" else _simd_kernel
 
 
+def _product_repeated_body(x, y, out, reps):
+    # The product ``reps`` times in one compiled call: on arrays in the L1 cache one pass
+    # takes tens of nanoseconds, less than a call from Python costs (~0.2 µs), so a timing of
+    # single calls would measure the call. out may alias x or y, so LLVM cannot drop a pass.
+    for _ in range(reps):
+        for i in range(x.shape[0]):
+            out[i] = x[i] * y[i]
+
+
+_scalar_repeated = without_simd(_product_repeated_body,
+                                "void(float64[::1], float64[::1], float64[::1], int64)")
+_simd_repeated = njit(_product_repeated_body)
+
+
+def repeated_kernel(kernel: str = "simd"):
+    """The compiled product loop run ``reps`` times per call: the dispatcher
+    ``(x, y, out, reps)`` of the ``"scalar"`` or ``"simd"`` build. Timing many passes in one
+    call leaves out the cost of calling from Python, which dominates on arrays in L1."""
+    validation.choice("kernel", kernel, ("scalar", "simd"))
+    return _scalar_repeated.dispatcher() if kernel == "scalar" else _simd_repeated
+
+
 def multiply_instructions(kernel: str = "simd") -> list[str]:
     """The multiply instructions in a compiled variant's assembly ('scalar' or 'simd').
 
@@ -300,3 +322,36 @@ def measure_thread_scaling(x: np.ndarray, y: np.ndarray, *, degree: int = HORNER
                     found[name, k] = t if old is None else dataclasses.replace(
                         old, times=old.times + t.times)
     return found
+
+
+@dataclasses.dataclass(frozen=True)
+class Explored:
+    """What the lesson's widget measured: the product and horner at one size and thread count."""
+
+    n: int
+    n_threads: int
+    product: timing.Timing   # product_parallel on the first n elements (bytes counted)
+    horner: timing.Timing    # horner on the first min(n, HORNER_LENGTH) elements (flops counted)
+    horner_n: int
+
+
+def explore(x: np.ndarray, y: np.ndarray, out: np.ndarray, *, log2_size: int,
+            n_threads: int, repeat: int = 3) -> Explored:
+    """Time the parallel product and horner on the first 2**log2_size elements of the arrays
+    with ``n_threads`` numba threads (the lesson's widget). ``out`` is overwritten."""
+    x, y, out = stream.three_arrays("arrays", (x, y, out), written=2)
+    log2_size = validation.positive_int("log2_size", log2_size, maximum=62)
+    n = 1 << log2_size
+    if n > x.shape[0]:
+        raise ValueError(f"log2_size: expected at most {x.shape[0].bit_length() - 1} (the arrays "
+                         f"hold {x.shape[0]:,} elements), got {log2_size}")
+    n_threads = validation.positive_int("n_threads", n_threads, maximum=threads.max_threads())
+    xs, ys, os_ = x[:n], y[:n], out[:n]
+    hn = min(n, HORNER_LENGTH)  # horner's rate does not need more elements than this
+    with threads.using_threads(n_threads):
+        prod = timing.measure(product_parallel, xs, ys, os_, repeat=repeat,
+                              nbytes=PRODUCT_BYTES * n, flops=n)
+        poly = timing.measure(horner, xs[:hn], horner_coefficients(), os_[:hn], repeat=repeat,
+                              flops=horner_flops(hn, HORNER_DEGREE))
+    return Explored(n, n_threads, prod, poly, hn)
+

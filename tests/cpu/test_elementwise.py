@@ -116,3 +116,33 @@ def test_the_raw_kernels_are_the_compiled_loops():
     with pytest.raises(ValueError, match="kernel: expected one of"):
         ew.compiled_kernel("avx")
     assert ew.horner_coefficients(3).shape == (4,)
+
+
+# -- the lesson's widget through every option its text suggests (issue 31 §4) -----------------
+
+def test_widget_every_size_and_thread_count():
+    from mlpar.core import threads
+
+    n = 1 << 14
+    x, y = ew.random_vectors(n, seed=0)
+    out = np.zeros(n)
+    for log2_size in range(10, 15):  # the slider's sizes, up to the arrays' length
+        for k in range(1, threads.max_threads() + 1):
+            seen = ew.explore(x, y, out, log2_size=log2_size, n_threads=k, repeat=1)
+            assert seen.n == 1 << log2_size and seen.n_threads == k
+            assert seen.product.gbps > 0 and seen.horner.gflops > 0
+            assert seen.horner_n == min(seen.n, ew.HORNER_LENGTH)
+    with pytest.raises(ValueError, match="log2_size"):
+        ew.explore(x, y, out, log2_size=15, n_threads=1)
+    with pytest.raises(ValueError, match="n_threads"):
+        ew.explore(x, y, out, log2_size=10, n_threads=threads.max_threads() + 1)
+
+
+def test_repeated_kernels_run_the_product_reps_times():
+    x, y = ew.random_vectors(1000, seed=1)
+    for kind in ("scalar", "simd"):
+        out = np.zeros(1000)
+        ew.repeated_kernel(kind)(x, y, out, 3)
+        assert np.array_equal(out, x * y)
+    with pytest.raises(ValueError, match="kernel"):
+        ew.repeated_kernel("avx")

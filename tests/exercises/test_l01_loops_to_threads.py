@@ -550,6 +550,14 @@ def test_the_measurement_reports_and_never_grades(capsys):
         text = capsys.readouterr().out
         assert ratio > 0 and "predicted 1.25 GFLOP/s" in text and "why:" in text
     assert "the model's is used" in text and np.all(out == 4.5)
+    assert "2/32" not in text and "× 2" not in text  # the formula Exercise 4 asks for
+    # the student's axpy is timed when it computes a·x + y; a wrong one falls back
+    ex.measure_axpy_prediction(predict_axpy, bandwidth_gbps=20.0, arrays=(x, y, out),
+                               axpy=good_axpy)
+    assert "your axpy" in capsys.readouterr().out
+    ex.measure_axpy_prediction(predict_axpy, bandwidth_gbps=20.0, arrays=(x, y, out),
+                               axpy=axpy_wrong_formula)
+    assert "a reference parallel axpy" in capsys.readouterr().out
     with pytest.raises(ValueError, match="bandwidth_gbps"):
         ex.measure_axpy_prediction(predict_axpy, bandwidth_gbps=-1.0, arrays=(x, y, out))
 
