@@ -1,35 +1,13 @@
-"""The claims of lessons 05, 07 and 08 say n/a, not ✗, where the machine cannot meet the model's
-assumption (a core per worker and the server; a core per stage), and judge the figure elsewhere."""
+"""The claims of lessons 07 and 08 say n/a, not ✗, where the machine cannot meet the model's
+assumption (a core per stage), and judge the figure elsewhere. (Lesson 05's claim tests live in
+test_l05_l06_claims.py.)"""
 
 import pytest
 
-from mlpar.algorithms.distributed import gossip_dask, mapreduce
-from mlpar.claims import l05_mapreduce as c05
+from mlpar.algorithms.distributed import gossip_dask
 from mlpar.claims import l07_gossip as c07
 from mlpar.claims import l08_pipelines as c08
-from mlpar.cluster.cost_model import CostModel
 from mlpar.core import environment
-
-
-def prediction(ratio, n_workers=2):
-    return mapreduce.Prediction("processes", n_workers, ratio * 1e-3, 1e-3, CostModel())
-
-
-@pytest.mark.parametrize("cores, ratio, held", [(2, 1.59, None), (2, 1.0, None), (3, 1.59, False),
-                                                (3, 1.1, True), (16, 0.7, False)])
-def test_05_prediction_needs_a_core_for_the_server(monkeypatch, cores, ratio, held):
-    monkeypatch.setenv(environment.HARDWARE_VARIABLE, f"cores={cores}")
-    claim = c05.prediction_claim(prediction(ratio))
-    assert claim.held is held
-    text = repr(claim)
-    assert f"{ratio:.2f}" in text  # the figure is shown either way
-    if held is None:
-        assert text.startswith("n/a") and "3 usable cores" in text and "server" in text
-
-
-def test_05_prediction_claim_refuses_something_else():
-    with pytest.raises(TypeError, match="prediction: expected a mapreduce.Prediction"):
-        c05.prediction_claim(1.5)
 
 
 @pytest.mark.parametrize("cores, held", [(1, None), (2, True), (8, True)])
@@ -48,3 +26,27 @@ def test_08_claims_need_a_core_per_stage(monkeypatch, cores, held):
     assert c08.pipelining_claim(1.0, 1.0).held is held  # no gain: fails where it applies
     if held is None:
         assert "one core per pipeline stage" in repr(c08.pipelining_claim(1.0, 1.0))
+
+
+def test_07_claim_prints_the_spread_of_its_repeats_and_can_fail(monkeypatch):
+    # Issue 36 §3: the verdict comes with the spread of interleaved repeats.
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
+    held = gossip_dask.RoundPrediction(4, "ring", 1.1e-3, 1e-3, 1e-4, 1e-9, 64.0, 100.0,
+                                       ratios=(1.05, 1.1, 1.2))
+    claim = c07.prediction_claim(held)
+    assert claim.held is True and "1.05–1.20" in repr(claim) and "3 interleaved" in repr(claim)
+    broken = gossip_dask.RoundPrediction(4, "ring", 2e-3, 1e-3, 1e-4, 1e-9, 64.0, 100.0,
+                                         ratios=(1.9, 2.0, 2.2))
+    assert c07.prediction_claim(broken).held is False
+    assert c07.simulation_claim(3.0, spread=(3.0, 3.5)).held is False
+    assert "1.00–1.20 s" in repr(c07.simulation_claim(1.0, spread=(1.0, 1.2)))
+
+
+def test_08_claims_print_the_spread_of_interleaved_runs(monkeypatch):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
+    good = c08.pipelining_claim(1.8, 1.0, spread=[1.7, 1.8, 1.75])
+    assert good.held is True and "1.70–1.80×" in repr(good)
+    assert c08.pipelining_claim(1.1, 1.0, spread=[1.0, 1.1]).held is False
+    assert c08.prediction_claim(1.0, 1.5, spread=[1.5, 1.6]).held is False
+    with pytest.raises(ValueError, match="spread"):
+        c08.prediction_claim(1.0, 1.0, spread=[1.0])

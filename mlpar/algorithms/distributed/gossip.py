@@ -418,7 +418,7 @@ def compare_designs(X, y, n: int, cost: CostModel, *, target: float, n_rounds: i
         run = dpsgd(X, y, W, lr=lr, n_rounds=n_rounds, cost=cost, message_bytes=M)
         slowed = dpsgd(X, y, W, lr=lr, n_rounds=30, cost=slow, message_bytes=M)
         t = float(run.times[-1]) / n_rounds
-        rows.append({"design": f"D-PSGD, {name}", "round_s": t,
+        rows.append({"design": f"gossip (ATC), {name}", "round_s": t,
                      "busiest_link_s": float(run.network.comm_time.max()) / n_rounds,
                      "rounds": rounds_to_loss(run, target),
                      "straggler": float(slowed.times[-1] / run.times[30])})

@@ -404,3 +404,26 @@ def plot_memory_vs_bubble(runs: dict, ax=None):
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
               labelspacing=1.1, frameon=False)
     return ax
+
+
+def explore(name: str, p: int, m: int, v: int = 1, remat: bool = False,
+            *, layers_per_device: int = 4) -> tuple[Timeline, dict]:
+    """The lesson's widget, without drawing: ``name`` at (p, m, v) on equal stages, and every
+    schedule at (p, m) for the memory plot (``all_schedules``).
+
+    Forward 1 and backward 2 time units per device's share of the model (split B = W = 1 for
+    ZB-H1); memory in layer activations, ``layers_per_device`` per device, 1/v per chunk.
+    ``remat`` applies to the schedules without a split backward. Raises ``ValueError`` for a
+    combination that does not exist (interleaved with m not a multiple of p).
+    """
+    from mlpar.algorithms.pipeline import schedules as sc
+
+    if not isinstance(remat, bool):
+        raise TypeError(f"remat: expected True or False, got {remat!r}")
+    units = validation.positive_int("layers_per_device", layers_per_device)
+    schedule = sc.make(name, p, m, v)
+    split = schedule.split_backward
+    timeline = simulate(schedule, t_f=1.0 / schedule.v, t_b=(1.0 if split else 2.0) / schedule.v,
+                        t_w=1.0 if split else 0.0, message_bytes=1,
+                        activation_bytes=units / schedule.v, remat=remat and not split)
+    return timeline, all_schedules(p, m, v, layers_per_device=units)

@@ -209,7 +209,7 @@ def test_latency_optimal_allreduces_in_the_comparison():
     assert ring["round_s"] == pytest.approx(100e-6 + 62 * (50e-6 + 1e-9 * 40 // 32 * 8 / 8),
                                             rel=0.02)
     assert doubling["round_s"] == pytest.approx(100e-6 + 5 * (50e-6 + 40e-9), rel=0.01)
-    assert doubling["round_s"] <= rows["D-PSGD, exponential"]["round_s"] * 1.01
+    assert doubling["round_s"] <= rows["gossip (ATC), exponential"]["round_s"] * 1.01
     steps = G._allreduce_steps("halving-doubling", 8, 800)
     assert [b for _, b in steps] == [400, 200, 100, 100, 200, 400]  # 2(n−1)M/n = 1400 bytes
     with pytest.raises(ValueError, match="power of two"):

@@ -260,3 +260,36 @@ def test_memory_vs_bubble_plot_names_schedules_in_a_legend_not_on_the_points():
         plt.close(ax.figure)
     with pytest.raises(TypeError, match="runs: expected a non-empty dict"):
         sim.plot_memory_vs_bubble({})
+
+
+def test_widget_every_schedule_size_and_remat():
+    # Issue 31 §4: lesson 08's widget through every option its text suggests, plotted.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = refused = 0
+    for name in ("gpipe", "1f1b", "interleaved", "zb-h1"):
+        for p in (1, 2, 4, 8):
+            for m in (1, 3, 8):
+                for v in (1, 2, 3):
+                    for remat in (False, True):
+                        try:
+                            t, runs = sim.explore(name, p, m, v, remat)
+                        except ValueError as error:  # the widget prints it
+                            assert name == "interleaved" and m % p and "multiple" in str(error)
+                            refused += 1
+                            continue
+                        lost = sim.time_over_ideal(runs)
+                        assert all(np.isfinite(x) and x >= -1e-12 for x in lost.values())
+                        if remat and name != "zb-h1" and p > 1:
+                            plain, _ = sim.explore(name, p, m, v, False)
+                            assert t.makespan > plain.makespan  # the second forward costs time
+                        shown += 1
+    assert shown > 100 and refused > 0
+    t, runs = sim.explore("interleaved", 4, 8, 2)
+    fig, (left, right) = plt.subplots(1, 2)
+    t.plot(left, numbers=len(t.ops) <= 96)
+    sim.plot_memory_vs_bubble(runs, right)
+    plt.close(fig)
