@@ -5,6 +5,7 @@ through a counting lock and a recording update)."""
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import time
 
@@ -131,6 +132,33 @@ def check_rho(rho) -> None:
     passed(name, "a single row, empty rows, rows sharing several columns and random patterns")
 
 
+def call_without(name: str, func, args, references: dict, *, why: str):
+    """``call(name, func, *args)``, refused when it runs one of ``references`` (the library's own
+    answers, ``{function: its name as the student imports it}``).
+
+    What the call *does* is watched (``sys.setprofile`` sees every Python frame it enters), not
+    how it is spelled: an alias, a ``getattr`` or a wrapper around the library function is
+    refused as well. ``why`` says what the exercise asks for instead.
+    """
+    codes = {f.__code__: label for f, label in references.items()}
+    used = []
+
+    def watch(frame, event, arg):
+        if event == "call" and frame.f_code in codes:
+            used.append(codes[frame.f_code])
+
+    previous = sys.getprofile()
+    sys.setprofile(watch)
+    try:
+        got = call(name, func, *args)
+    finally:
+        sys.setprofile(previous)
+    if used:
+        raise AssertionError(f"{name}: your function calls the library's `{used[0]}`, which is "
+                             f"the answer this exercise asks you to work out. {why}")
+    return got
+
+
 # --- Exercise 3: predict the stale-read rate from the model, then measure it ----------------
 
 PREDICT = "Exercise 3 (predict the stale-read rate)"
@@ -167,7 +195,10 @@ def check_stale_prediction(predict, measured: ConflictCount | None = None) -> No
             (1 - density ** others, "1 − d^(P−1) is 'not all of them wrote'; you need 1 − "
                                     "(chance that none wrote) = 1 − (1 − d)^(P−1)."),
         ]
-        got = call(PREDICT, predict, density, threads)
+        got = call_without(PREDICT, predict, (density, threads),
+                           {stale_rate_model: "conflicts.stale_rate_model"},
+                           why="Write the model from its two ingredients: each other thread "
+                               "writes w_j with probability d while yours is in flight.")
         _diagnose(PREDICT, case, got, expected, misreadings,
                   "Each of the other P − 1 threads makes about one update while yours is in "
                   "flight and writes w_j with probability d; the read is stale if at least one "

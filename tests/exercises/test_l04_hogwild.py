@@ -149,6 +149,10 @@ WRONG_PREDICTIONS = {
     "not all of them wrote": (lambda d, p: 1 - d ** (p - 1), "not all of them"),
     "linearised only at small d": (lambda d, p: min(1.0, (p - 1) * d), "at least one"),
     "returns None": (lambda d, p: None, "forget to `return`"),
+    "the library's model": (lambda d, p: stale_rate_model(d, p), "library's `conflicts"),
+    "the library's model, reached by getattr": (
+        lambda d, p: getattr(__import__("mlpar.algorithms.sgd.conflicts", fromlist=["x"]),
+                             "stale_rate" + "_model")(d, p), "library's `conflicts"),
 }
 
 

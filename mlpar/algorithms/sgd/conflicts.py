@@ -273,7 +273,9 @@ class ConflictSweep:
             left.plot(d[shown], rates[shown], marker=marker, label=label)
         grid = np.geomspace(d.min(), d.max(), 50)
         model = [stale_rate_model(x, self.threads) for x in grid]
-        left.plot(grid, model, "k--", lw=1, label=f"model 1 − (1 − d)^(P−1), P = {self.threads}")
+        # The legend names the model without its formula: lesson 04's Exercise 3 derives it.
+        left.plot(grid, model, "k--", lw=1,
+                  label="model: d" if self.threads == 2 else f"model, P = {self.threads}")
         left.set_xscale("log")
         left.set_yscale("log")
         left.set_xlabel("actual density d = nnz / (rows · features)")
