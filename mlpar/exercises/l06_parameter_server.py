@@ -1,6 +1,6 @@
 """Checks for lesson 06: predicting the synchronous/asynchronous time ratio from H_m (then
-comparing with the simulation), the delay-scaled step η/(1 + delay) (run inside a parameter
-server), and replaying an asynchronous run."""
+comparing with the simulation), predicting the largest step the synchronous server survives
+(2/(mL), then trying it), and replaying an asynchronous run."""
 
 from __future__ import annotations
 
@@ -8,22 +8,19 @@ import math
 
 import numpy as np
 
-from mlpar.algorithms.distributed import house_prices, least_squares, parameter_server
-from mlpar.algorithms.distributed.mapreduce import place_shards
+from mlpar.algorithms.distributed import house_prices, parameter_server
 from mlpar.cluster.cost_model import CostModel
-from mlpar.cluster.engines import SimulatedEngine
 from mlpar.core import seeding, splits
 from mlpar.exercises import (
-    as_array,
     call,
     case_seed,
     expect,
     expect_close,
-    fmt,
     number,
     passed,
     refuse_unless_close,
 )
+from mlpar.exercises.l04_hogwild import call_without
 
 
 def harmonic(m: int) -> float:
@@ -74,7 +71,10 @@ def check_ratio(predict, measured=None) -> None:
                           "the largest one, whose mean is H_m."),
             ((1 + h) / (2 * m), "Both schedules apply m updates; do not divide by m again."),
         ]
-        got = call(RATIO, predict, m)
+        got = call_without(RATIO, predict, (m,),
+                           {sync_async_ratio_model: "exercises.sync_async_ratio_model",
+                            harmonic: "exercises.harmonic"},
+                           why="Write (sync time) ÷ (async time) from the model yourself.")
         _refuse(RATIO, f"m = {m}", got, sync_async_ratio_model(m), misreadings,
                 "A synchronous round of m updates waits for the largest of m tasks T(1 + E); "
                 "m asynchronous updates take one mean task.")
@@ -112,82 +112,71 @@ def compare_ratio(predict, measured) -> str:
                    "after the other, so its rounds last longer than their slowest task.")
 
 
-# --- Exercise 2: the delay-scaled step ----------------------------------------------------
+# --- Exercise 2: the largest step the synchronous server survives --------------------------
 
-STEP = "Exercise 2 (a step scaled by the delay)"
-
-
-def _scaled_run(step_rule, name: str, lr: float):
-    """An asynchronous run on a simulated cluster whose server asks ``step_rule`` for each step."""
-
-    class Scaled(parameter_server.Server):
-        def step_size(self, delay):
-            got = call(name, step_rule, self.lr, delay)
-            value = number(got)
-            if value is None:
-                arr = as_array(name, got, what=f"the step for delay {delay}")
-                expect(name, arr.size == 1, f"for one delay ({delay}) return one step, got "
-                                            f"shape {arr.shape}")
-                value = float(arr.reshape(-1)[0])
-            return value
-
-    X, y = house_prices.load()
-    m, batch = 8, 32
-    cost = CostModel(alpha=2e-5, beta=1e-9, per_sample=5e-6, jitter=1.0, seed=case_seed(6))
-    eng = SimulatedEngine(m, cost)
-    shards, parts = place_shards(eng, X, y), splits.shards(len(y), m)
-    streams = seeding.worker_rngs(m, seed=case_seed(3))
-    server = Scaled(X.shape[1], m, lr=lr)
-
-    def send(i):
-        rows = streams[i].integers(0, parts[i].stop - parts[i].start, size=batch)
-        eng.submit(i, least_squares.minibatch_gradient, shards[i].X, shards[i].y, server.pull(i),
-                   rows, samples=batch)
-
-    parameter_server.serve(eng, server, send, 240, rounds=False, after_push=lambda: None)
-    return server
+STEP = "Exercise 2 (the synchronous server's largest step)"
 
 
-def check_delay_step(delay_step) -> None:
-    """``delay_step(lr, delay)``: the step η/(1 + delay) for a gradient ``delay`` updates old.
+def curvature(X) -> float:
+    """L = λ_max(XᵀX / n): the largest curvature of the least-squares loss (1/2n)‖Xw − y‖²."""
+    return float(np.linalg.eigvalsh(X.T @ X / len(X)).max())
 
-    ``delay`` is an int or a numpy array of ints (one step per delay). Checked on delays
-    0..40 and on a shuffled array, then inside an asynchronous parameter server: the run must
-    be the reference run (same weights).
-    """
-    rng = np.random.default_rng(case_seed(21))
-    delays = rng.permutation(np.arange(41))
-    lr = float(rng.choice([0.05, 0.1, 0.3]))
-    expected = lr / (1 + delays)
-    for d in (7, 0, 2):
+
+def sync_step_limit_model(X, m: int) -> float:
+    """2 / (m L): a synchronous round applies m gradients of step η taken at the same w, one
+    step of mη along their mean, and gradient descent on a quadratic is stable for steps
+    below 2/L."""
+    return 2.0 / (m * curvature(X))
+
+
+def _step_cases():
+    rng = np.random.default_rng(case_seed(21))  # new matrices in every graded run
+    cases = []
+    for n, d, m, scale in ((200, 3, 8, 1.0), (500, 5, 1, 3.0), (300, 4, 16, 0.5), (50, 2, 3, 10.0)):
+        X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, size=d) * scale
+        X[:, 0] += rng.uniform(-1, 1) * scale  # a column with a mean: XᵀX is not n·I
+        cases.append((X, m))
+    return cases
+
+
+def check_sync_step_limit(step_limit) -> None:
+    """``step_limit(X, m)``: the largest per-gradient step η at which the synchronous server with
+    m workers still converges on least squares with data X, in the lesson's model: 2/(mL),
+    L = λ_max(XᵀX/n). Graded against the model on random data; each misreading is named; the
+    library's own ``sync_step_limit_model`` and ``curvature`` are refused."""
+    for X, m in _step_cases():
+        n = len(X)
+        gram = X.T @ X
+        eig = np.linalg.eigvalsh(gram / n)
+        L = eig.max()
         misreadings = [
-            (lr, "The step is not scaled: a gradient d updates old should take a smaller step."),
-            (lr * (1 + d), "That grows with the delay; the stalest gradients must take the "
-                           "*smallest* steps: divide by 1 + delay."),
-            (lr / (1 + d) ** 2, "Divide by 1 + delay once, not by its square."),
-            (lr / max(d, 1), "Divide by 1 + delay: a fresh gradient (delay 0) keeps η and one "
-                             "update old halves it."),
-            (lr / (2 + d), "Off by one: a gradient with delay 0 is fresh and keeps the full η."),
+            (2 / L, "That is plain gradient descent's limit, 2/L. The synchronous round applies "
+                    "m gradients taken at the same w: one step of mη along their mean."),
+            (1 / (m * L), "Gradient descent on a quadratic is stable up to 2/L, not 1/L: the "
+                          "step may overshoot the minimum along the steepest direction, as long "
+                          "as it comes back closer."),
+            (2 * m / L, "m gradients at the same w make the round's step *larger*, mη: divide "
+                        "by m."),
+            (2 / (m * np.linalg.eigvalsh(gram).max()), "L is the curvature of the *mean* "
+                                                       "squared error: the eigenvalue of XᵀX/n, "
+                                                       "not of XᵀX."),
+            (2 / (m * eig.min()), "The *largest* eigenvalue limits the step: along the "
+                                  "steepest direction the step overshoots first."),
+            (2 / (m * np.trace(gram / n)), "The trace sums all eigenvalues; only the largest "
+                                           "one limits the step."),
+            (2 / (m * np.abs(X).max() ** 2), "The largest entry of X is not the curvature: use "
+                                             "the largest eigenvalue of XᵀX/n."),
         ]
-        got = call(STEP, delay_step, lr, d)
-        if isinstance(got, np.ndarray) and got.size == 1:
-            got = float(got.reshape(-1)[0])
-        _refuse(STEP, f"lr = {lr:g}, delay = {d}", got, lr / (1 + d), misreadings,
-                "Return lr / (1 + delay).")
-    got = call(STEP, delay_step, lr, delays.copy())
-    if number(got) is not None:
-        raise AssertionError(f"{STEP}: for an array of {delays.size} delays you returned one "
-                             f"number ({fmt(got)}); return one step per delay (numpy "
-                             "arithmetic on the array does it)")
-    expect_close(STEP, got, expected, what=f"the steps for delays {fmt(delays)} (lr = {lr:g})",
-                 rtol=1e-12)
-    reference = _scaled_run(lambda lr_, d: lr_ / (1 + d), STEP, 0.3)
-    server = _scaled_run(delay_step, STEP, 0.3)
-    expect_close(STEP, server.w, reference.w, rtol=1e-9,
-                 what="the weights of an asynchronous run with your steps "
-                      f"(8 workers, {reference.version} updates, delays up to "
-                      f"{max(np.arange(reference.version) - np.array(reference.pulled))})")
-    passed(STEP, "η/(1 + delay) for single delays and arrays, and inside an asynchronous server")
+        got = call_without(STEP, step_limit, (X.copy(), m),
+                           {sync_step_limit_model: "exercises.sync_step_limit_model",
+                            curvature: "exercises.curvature"},
+                           why="Compute L from X and combine it with what a round does.")
+        refuse_unless_close(STEP, f"for X of shape {X.shape} and m = {m}:", got,
+                            sync_step_limit_model(X, m), misreadings,
+                            "A round is one step of mη along the mean gradient; gradient descent "
+                            "is stable for steps below 2/L, L = λ_max(XᵀX/n).",
+                            rel_tol=1e-6)
+    passed(STEP, "the model's limit on four data sets and worker counts")
 
 
 def check_replay(replay) -> None:

@@ -24,14 +24,22 @@ def other_predict_ratio(m):
     return float((1 + h) / 2)
 
 
-def delay_step(lr, delay):
-    return lr / (1 + delay)
+def sync_step_limit(X, m):
+    return 2 / (m * np.linalg.eigvalsh(X.T @ X / len(X)).max())
 
 
-def other_delay_step(lr, delay):
-    d = np.asarray(delay, dtype=float)
-    out = lr * np.reciprocal(d + 1.0)
-    return out if d.ndim else float(out)
+def other_sync_step_limit(X, m):
+    # the largest singular value of X, squared, is n·L: a right answer written another way
+    return 2 * len(X) / (m * np.linalg.norm(X, 2) ** 2)
+
+
+def power_iteration_step_limit(X, m):
+    A = X.T @ X / X.shape[0]
+    v = np.ones(A.shape[0])
+    for _ in range(500):
+        v = A @ v
+        v /= np.linalg.norm(v)
+    return 2.0 / m / float(v @ A @ v)
 
 
 def replay(X_shards, y_shards, workers, pulled, rows, lr):
@@ -54,16 +62,16 @@ def other_replay(X_shards, y_shards, workers, pulled, rows, lr):
 def test_solutions_pass(capsys):
     for predict in (predict_ratio, other_predict_ratio):
         ex.check_ratio(predict)
-    for step in (delay_step, other_delay_step):
-        ex.check_delay_step(step)
+    for limit in (sync_step_limit, other_sync_step_limit, power_iteration_step_limit):
+        ex.check_sync_step_limit(limit)
     for rebuild in (replay, other_replay):
         ex.check_replay(rebuild)
-    assert capsys.readouterr().out.count("passed") == 6
+    assert capsys.readouterr().out.count("passed") == 7
 
 
 def test_the_grading_seed_changes_the_cases_and_correct_answers_still_pass(monkeypatch, capsys):
     monkeypatch.setenv(GRADING_SEED_VARIABLE, "5")
-    ex.check_delay_step(delay_step)
+    ex.check_sync_step_limit(sync_step_limit)
     ex.check_replay(replay)
     assert capsys.readouterr().out.count("passed") == 2
 
@@ -126,35 +134,53 @@ def test_the_report_explains_the_direction(runs, ratio, says):
     assert says in text
 
 
+def _L(X):
+    return np.linalg.eigvalsh(X.T @ X / len(X)).max()
+
+
 WRONG_STEPS = {
-    "not scaled": (lambda lr, d: lr + 0 * np.asarray(d), "not scaled"),
-    "grows with the delay": (lambda lr, d: lr * (1 + d), "*smallest*"),
-    "squared": (lambda lr, d: lr / (1 + d) ** 2, "not by its square"),
-    "max(delay, 1)": (lambda lr, d: lr / np.maximum(d, 1), "a fresh gradient"),
-    "off by one": (lambda lr, d: lr / (2 + d), "Off by one"),
-    "divided by the delay": (lambda lr, d: lr / d, "Divide by 1 + delay"),
-    "exponential decay": (lambda lr, d: lr * np.exp(-np.asarray(d, dtype=float)), "lr / (1 + delay)"),
-    "one number for an array": (lambda lr, d: lr / (1 + np.mean(d)), "one step per delay"),
-    "returns None": (lambda lr, d: None, "forget to `return`"),
+    "plain GD's 2/L": (lambda X, m: 2 / _L(X), "one step of mη"),
+    "1/(mL)": (lambda X, m: 1 / (m * _L(X)), "not 1/L"),
+    "times m": (lambda X, m: 2 * m / _L(X), "divide by m"),
+    "XᵀX without 1/n": (lambda X, m: 2 / (m * np.linalg.eigvalsh(X.T @ X).max()), "not of XᵀX"),
+    "smallest eigenvalue": (lambda X, m: 2 / (m * np.linalg.eigvalsh(X.T @ X / len(X)).min()),
+                            "*largest* eigenvalue"),
+    "trace": (lambda X, m: 2 / (m * np.trace(X.T @ X / len(X))), "trace"),
+    "largest entry": (lambda X, m: 2 / (m * np.abs(X).max() ** 2), "largest entry"),
+    "a constant (this lesson's m = 8)": (lambda X, m: 0.1354, "expected"),
+    "returns None": (lambda X, m: None, "forget to `return`"),
+    "the library's model": (lambda X, m: ex.sync_step_limit_model(X, m), "library's"),
+    "the library's curvature": (lambda X, m: 2 / (m * ex.curvature(X)), "library's"),
+    "the library's model, renamed": (lambda X, m: (lambda f: f(X, m))(
+        getattr(ex, "sync_step" + "_limit_model")), "library's"),
 }
 
 
 @pytest.mark.parametrize("case", WRONG_STEPS)
-def test_wrong_steps_are_refused_with_the_reason(case):
+def test_wrong_step_limits_are_refused_with_the_reason(case):
     wrong, reason = WRONG_STEPS[case]
     with pytest.raises(AssertionError, match="Exercise 2") as err:
-        ex.check_delay_step(wrong)
+        ex.check_sync_step_limit(wrong)
     assert reason in str(err.value)
 
 
-def test_a_step_right_on_the_listed_delays_but_not_in_the_run_is_refused():
-    def memorised(lr, d):
-        if np.ndim(d) or d in (7, 0, 2):
-            return lr / (1 + np.asarray(d)) if np.ndim(d) else lr / (1 + d)
-        return lr
+def test_the_library_ratio_model_is_refused_by_name():
+    alias = ex.sync_async_ratio_model
+    for answer in (lambda m: alias(m), lambda m: (1 + ex.harmonic(m)) / 2):
+        with pytest.raises(AssertionError, match="library's `exercises"):
+            ex.check_ratio(answer)
 
-    with pytest.raises(AssertionError, match="weights of an asynchronous run"):
-        ex.check_delay_step(memorised)
+
+def test_the_model_limit_is_what_the_synchronous_server_does():
+    # The graded model is the lesson's claim about the server: just below it the synchronous
+    # server converges, just above it diverges (8 workers, the lesson's data and minibatches).
+    X, y = house_prices.load()
+    limit = ex.sync_step_limit_model(X, 8)
+    cost = CostModel(alpha=20e-6, beta=1e-9, per_sample=5e-6, jitter=1.0, seed=0)
+    run = dict(mode="sync", n_workers=8, n_updates=800, batch_size=32, cost=cost, seed=0)
+    parameter_server.train(X, y, lr=0.9 * limit, **run)
+    with pytest.raises(ValueError, match="diverged"):
+        parameter_server.train(X, y, lr=1.1 * limit, **run)
 
 
 WRONG_REPLAYS = {
@@ -175,7 +201,7 @@ def test_wrong_replays_are_rejected(case):
     assert "weights" in str(info.value) or "raised" in str(info.value)
 
 
-CHECKS = [ex.check_ratio, ex.check_delay_step, ex.check_replay]
+CHECKS = [ex.check_ratio, ex.check_sync_step_limit, ex.check_replay]
 
 
 def _unfinished(*args):
@@ -199,10 +225,10 @@ def test_checks_never_crash(check, answer, match):
 
 # --- Each exercise graded on its own (issue 25 item 3) -------------------------------------
 
-RIGHT = {ex.check_ratio: predict_ratio, ex.check_delay_step: delay_step,
+RIGHT = {ex.check_ratio: predict_ratio, ex.check_sync_step_limit: sync_step_limit,
          ex.check_replay: replay}
 WRONG = {ex.check_ratio: WRONG_RATIOS["H_m alone"][0],
-         ex.check_delay_step: WRONG_STEPS["off by one"][0],
+         ex.check_sync_step_limit: WRONG_STEPS["times m"][0],
          ex.check_replay: WRONG_REPLAYS["staleness ignored"]}
 
 

@@ -228,6 +228,30 @@ def serial_sgd(X, y, *, lr: float = 0.05, batch_size: int = 16, n_updates: int =
     return w
 
 
+def delayed_sgd(X, y, *, delay: int, lr: float = 0.05, batch_size: int = 16,
+                n_updates: int = 400, seed: int = 0) -> np.ndarray:
+    """Serial minibatch SGD whose gradient k is taken at w_{k − delay}: the delay and nothing else.
+
+    The same minibatches (``serial_sgd``'s stream) and the same step for every ``delay``, no
+    cluster, no workers: only the age of the w each gradient sees changes (the first ``delay``
+    gradients see w₀). ``delay = 0`` is ``serial_sgd``. Returns the loss after every update
+    (n_updates + 1 values); a run whose loss leaves the rails stops with a ``ValueError``
+    naming ``lr``, as ``train`` does.
+    """
+    X, y, lr, batch_size, n_updates, seed = _check(X, y, lr, batch_size, n_updates, seed)
+    delay = validation.integer("delay", delay, minimum=0, maximum=n_updates)
+    (rng,) = seeding.worker_rngs(1, seed=seed)
+    history = [np.zeros(X.shape[1])]  # w₀ … w_k; gradient k reads history[max(k − delay, 0)]
+    losses = [loss(X, y, history[0])]
+    for k in range(n_updates):
+        rows = rng.integers(0, len(y), size=batch_size)
+        g = least_squares.minibatch_gradient(X, y, history[max(k - delay, 0)], rows)
+        history.append(history[-1] - lr * g)
+        losses.append(loss(X, y, history[-1]))
+        validation.finite_loss(losses, "lr", lr)
+    return np.array(losses)
+
+
 def measure_and_predict(engine, X, y, *, mode: str = "async", n_updates: int = 80,
                         lr: float = 0.05, batch_size: int = 16, seed: int = 0,
                         repeat: int = 7) -> Prediction:

@@ -47,6 +47,30 @@ def test_async_with_one_worker_is_serial_sgd():
     np.testing.assert_array_equal(w, parameter_server.serial_sgd(X, Y, n_updates=150, seed=4))
 
 
+def test_delayed_sgd_with_no_delay_is_serial_sgd_and_a_delay_is_taken_from_the_history():
+    losses = parameter_server.delayed_sgd(X, Y, delay=0, n_updates=120, seed=4)
+    w = parameter_server.serial_sgd(X, Y, n_updates=120, seed=4)
+    assert len(losses) == 121 and losses[-1] == least_squares.loss(X, Y, w)
+    # delay 2 by hand: gradient k at w_{max(k-2, 0)}, the same minibatch stream
+    (rng,) = [np.random.default_rng(s) for s in np.random.SeedSequence(4).spawn(1)]
+    ws = [np.zeros(X.shape[1])]
+    for k in range(30):
+        rows = rng.integers(0, len(Y), size=16)
+        ws.append(ws[-1] - 0.05 * least_squares.minibatch_gradient(X, Y, ws[max(k - 2, 0)], rows))
+    delayed = parameter_server.delayed_sgd(X, Y, delay=2, n_updates=30, seed=4)
+    assert delayed[-1] == pytest.approx(least_squares.loss(X, Y, ws[-1]), rel=1e-12)
+
+
+def test_a_delay_alone_makes_a_stable_step_diverge():
+    # Levin and May's limit 2 sin(π/(2(2τ+1)))/L: at τ = 7 it is about 0.113 here; 0.2 survives
+    # without delay and diverges with it.
+    parameter_server.delayed_sgd(X, Y, delay=0, lr=0.2, batch_size=32, n_updates=600)
+    with pytest.raises(ValueError, match="lr"):
+        parameter_server.delayed_sgd(X, Y, delay=7, lr=0.2, batch_size=32, n_updates=600)
+    with pytest.raises(ValueError, match="delay"):
+        parameter_server.delayed_sgd(X, Y, delay=-1)
+
+
 def test_async_replays_as_serial_sgd_on_the_recorded_stale_weights():
     # Recompute every update serially from the version of w it was computed on: the recorded
     # bookkeeping (who, which version, which rows) must reproduce the asynchronous run.
