@@ -407,7 +407,7 @@ def plot_gflops(table: timing.SpeedupTable, peak_gflops: float, ax=None):
     values = [t.gflops for t in table.timings]
     bars = ax.barh(names, values, color="tab:blue")
     # The labels sit on a white box above the peak line, which would otherwise cross them.
-    ax.bar_label(bars, labels=[f"{v:.3g} ({100 * v / peak_gflops:.2g}% of peak)" for v in values],
+    ax.bar_label(bars, labels=[f"{v:.3g} ({100 * v / peak_gflops:.0f}% of peak)" for v in values],
                  padding=3, fontsize=8, zorder=3,
                  bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})
     ax.axvline(peak_gflops, color="tab:red", ls="--", label="measured BLAS peak", zorder=1)
@@ -418,3 +418,25 @@ def plot_gflops(table: timing.SpeedupTable, peak_gflops: float, ax=None):
     ax.margins(x=0.4)
     ax.legend(fontsize=8, loc="upper right")
     return ax
+
+
+#: The variants the lesson's widget times.
+EXPLORE_VARIANTS = ("ikj", "blocked", "parallel", "packed", "blas")
+
+
+def explore(n: int, block: int, n_threads: int, *, repeat: int = 3, seed: int = 0) -> dict:
+    """The lesson's widget: time ``EXPLORE_VARIANTS`` on n × n matrices with this block size,
+    numba's threads and BLAS's threads both set to ``n_threads``. Returns {variant: Timing}."""
+    from threadpoolctl import threadpool_limits
+
+    from mlpar.core import threads
+
+    n = validation.positive_int("n", n, maximum=4096)
+    block = validation.positive_int("block", block, maximum=4096)
+    n_threads = validation.positive_int("n_threads", n_threads, maximum=threads.max_threads())
+    a, b = random_matrices(n, seed=seed)
+    flops = matmul_flops(n, n, n)
+    with threads.using_threads(n_threads), threadpool_limits(limits=n_threads, user_api="blas"):
+        return {name: timing.measure(matmul, a, b, name, block, repeat=repeat, flops=flops)
+                for name in EXPLORE_VARIANTS}
+

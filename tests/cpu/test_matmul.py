@@ -178,3 +178,35 @@ def test_ijk_on_b_transposed_is_right_with_and_without_fastmath():
     assert np.allclose(ml.matmul_ijk_transposed(a, b, fastmath=True), a @ b)
     rates = mm.measure_chains(16, repeat=1)
     assert list(rates) == list(mm.CHAIN_LOOPS) and all(r > 0 for r in rates.values())
+
+
+# -- the lesson's widget through every option its text suggests (issue 31 §4) -----------------
+
+def test_widget_every_block_and_thread_count():
+    from mlpar.core import threads
+
+    # the widget's block sizes, at the smallest n and one n that is not a multiple of them
+    for n in (64, 96):
+        for block in (8, 16, 32, 64, 128, 256):
+            for k in range(1, threads.max_threads() + 1):
+                seen = mm.explore(n, block, k, repeat=1)
+                assert list(seen) == list(mm.EXPLORE_VARIANTS)
+                assert all(t.gflops > 0 for t in seen.values())
+    with pytest.raises(ValueError, match="n_threads"):
+        mm.explore(64, 8, threads.max_threads() + 1)
+
+
+def test_gflops_chart_labels_shares_as_whole_percents():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mlpar.core import timing
+
+    table = timing.compare([timing.Timing("blas", (1.0,), 0.0, flops=101e9),
+                            timing.Timing("ikj", (1.0,), 0.0, flops=5e9)])
+    ax = mm.plot_gflops(table, 100.0)
+    labels = [t.get_text() for t in ax.texts]
+    plt.close(ax.figure)
+    assert "101 (101% of peak)" in labels and "5 (5% of peak)" in labels
