@@ -355,8 +355,16 @@ def check_predict_seconds(predict_seconds) -> None:
     sizes = rng.choice(np.arange(50, 4001), size=4, replace=False)
     rates = np.round(rng.uniform(1.0, 500.0, size=4), 3)
     cases = [VISIBLE_CASE] + [(int(n), float(g)) for n, g in zip(sizes, rates)]
+    model = matmul_seconds_model
+    borrowed = []
+
+    def spy(*args, **kwargs):  # the check's own model, called from the student's function
+        borrowed.append(args)
+        return model(*args, **kwargs)
+
+    globals()["matmul_seconds_model"] = spy
     try:
-        grade_prediction(name, predict_seconds, cases, matmul_seconds_model, _MATMUL_MISREADINGS,
+        grade_prediction(name, predict_seconds, cases, model, _MATMUL_MISREADINGS,
                          what="the predicted seconds", names=("n", "gflops"))
     except AssertionError as err:
         # Right on the example the text shows, wrong elsewhere: the example's answer is built in.
@@ -371,6 +379,11 @@ def check_predict_seconds(predict_seconds) -> None:
                                  "compute the time from n and gflops"
                                  ) from None
         raise
+    finally:
+        globals()["matmul_seconds_model"] = model
+    expect(name, not borrowed,
+           "your function calls exercises.matmul_seconds_model, the check's own model: count "
+           "the flops of the product and write the formula yourself")
     passed(name, f"2n³ / (gflops × 1e9) in {len(cases)} cases; now measure it")
 
 

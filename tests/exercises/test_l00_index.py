@@ -310,6 +310,15 @@ def test_exercise_4_wrong_solutions_fail(wrong, message):
         ex.check_predict_seconds(wrong)
 
 
+def test_exercise_4_refuses_the_checks_own_model_by_name():
+    def borrowed(n, gflops):  # the mutation run's survivor: right values, no modelling done
+        return ex.matmul_seconds_model(n, gflops)
+
+    with pytest.raises(AssertionError, match="calls exercises.matmul_seconds_model"):
+        ex.check_predict_seconds(borrowed)
+    assert ex.matmul_seconds_model(1000, 50.0) == pytest.approx(0.04)  # restored
+
+
 def test_exercise_4_placeholder_says_not_done():
     def placeholder(n, gflops):
         raise NotImplementedError
