@@ -20,8 +20,10 @@ from mlpar.cpu import stream
 QUICK_LENGTH = 1 << 23
 #: The memory-bound product's thread speedup may be at most this share of horner's.
 SPEEDUP_SHARE = 0.8
-#: ... where one thread's STREAM triad reaches at least this share of the all-thread triad.
+#: ... where one thread's STREAM triad reaches at least this share of the all-thread triad,
+#: and horner did gain at least this much from the threads in the same rounds.
 ONE_THREAD_SHARE = 0.8
+HORNER_GAIN = 1.5
 
 
 def memory_precondition() -> str:
@@ -105,7 +107,9 @@ def memory_bound_work_gains_less(quick: bool = False, *, scaling=None):
     far below what two reach, as on many virtual machines and servers), a second thread
     raises the memory roof itself, the product rises with it like horner, and the claim reads
     n/a with that measured reason: the roofline's point, that a memory-bound kernel follows its
-    roof, still holds. The printed line gives the spread of the ratio over the rounds.
+    roof, still holds. It reads n/a as well when horner itself gained less than ``HORNER_GAIN``
+    (a busy machine): without a compute-bound gain there is no contrast to judge. The printed
+    line gives the spread of the ratio over the rounds.
     Does not apply where the arrays cannot exceed the cache (they would scale like compute).
     """
     quick = validation.flag("quick", quick)
@@ -123,6 +127,10 @@ def memory_bound_work_gains_less(quick: bool = False, *, scaling=None):
                       f"(STREAM triad, needs >= {ONE_THREAD_SHARE:.0%}): the memory roof itself "
                       f"rises {1 / share:.2f}× with threads, so the memory-bound product gains "
                       "like horner; it follows its roof")
+    if not reason and _gain(scaling, "horner", top) < HORNER_GAIN:
+        reason = (f"horner gained only {_gain(scaling, 'horner', top):.2f}× from {top} threads in "
+                  f"this run (the contrast needs >= {HORNER_GAIN}×: other programs held the "
+                  "cores), so there is no compute-bound gain to compare the product's with")
     ratio, statement = None, f"product's thread speedup / horner's, 1 -> {top} threads"
     if not reason:
         ratio = _gain(scaling, "product", top) / _gain(scaling, "horner", top)

@@ -50,6 +50,13 @@ def test_memory_claim_does_not_apply_where_one_thread_leaves_bandwidth_unused(tw
     assert "follows its roof" in claim.not_applicable
 
 
+def test_memory_claim_does_not_apply_when_horner_did_not_scale(two_cores):
+    table = _table(product=((1.0,), (1.5,)), horner=((2.0,), (2.1,)),
+                   triad=((1.0,), (0.95,)))  # a busy machine: nothing gained from threads
+    claim = l01.memory_bound_work_gains_less(True, scaling=table)
+    assert claim.held is None and "horner gained only 0.95×" in claim.not_applicable
+
+
 def test_compute_claim_needs_horner_to_scale(two_cores):
     good = _table(product=((1.0,), (1.0,)), horner=((2.0,), (1.05,)))
     bad = _table(product=((1.0,), (1.0,)), horner=((2.0,), (1.6,)))
