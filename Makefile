@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.mlpar-installed
 # JupyterLab refuses to run as root unless told; containers and CI run as root.
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: install lab test lint notebooks notebooks-cluster nav student student-check bench installs memory clean
+.PHONY: install lab test lint notebooks notebooks-cluster nav student student-check bench installs memory mutants clean
 
 install: $(STAMP)
 
@@ -68,6 +68,13 @@ student: $(STAMP)
 
 student-check: $(STAMP)
 	$(BIN)/python -m mlpar.course student student --check
+
+# Mutation test of the exercise checks: every mutant of every reference solution through its
+# check, the score per check, surviving mutants with their diffs (issue 35 §3). make test runs
+# a seeded sample (tests/exercises/test_mutants.py). `make mutants LESSON=05` for one lesson.
+LESSON ?=
+mutants: $(STAMP)
+	$(BIN)/python -m mlpar.course.mutants $(if $(LESSON),--lesson $(LESSON))
 
 # Benchmarks: `make bench FAMILY=elementwise` (or all).
 FAMILY ?= all
