@@ -425,6 +425,26 @@ AXPY_MISREADINGS = (
 )
 
 
+def names_used(func) -> set[str]:
+    """Every global and attribute name ``func``'s code (and code nested in it) refers to."""
+    found, stack = set(), [getattr(structure.python_function(func), "__code__", None)]
+    while stack:
+        code = stack.pop()
+        if code is None:
+            continue
+        found.update(code.co_names)
+        stack.extend(c for c in code.co_consts if hasattr(c, "co_names"))
+    return found
+
+
+def refuse_the_model(name: str, func, model: str) -> None:
+    """Refuse a prediction that calls the lesson's own model (the function the exercise asks
+    the student to write), by its name."""
+    expect(name, model not in names_used(func),
+           f"your function calls {model}, the course's own model: the exercise asks you to "
+           "write that formula yourself")
+
+
 def check_axpy_prediction(predict_axpy_gflops) -> None:
     """``predict_axpy_gflops(bandwidth_gbps)``: the roofline's GFLOP/s for axpy past the cache.
 
@@ -432,6 +452,7 @@ def check_axpy_prediction(predict_axpy_gflops) -> None:
     (bytes without write-allocate, flops miscounted, GB vs GiB, ...) is refused by name.
     """
     name = "Exercise 4 (predict axpy from the roofline)"
+    refuse_the_model(name, predict_axpy_gflops, "axpy_model")
     rng = np.random.default_rng(case_seed(14))
     cases = [(float(b),) for b in np.round(rng.uniform(5.0, 400.0, 4), 3)] + [(25.0,)]
     grade_prediction(name, predict_axpy_gflops, cases, axpy_model, AXPY_MISREADINGS,

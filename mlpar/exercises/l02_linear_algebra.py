@@ -223,6 +223,7 @@ def check_blocked_prediction(predict_blocked_gflops) -> None:
     from mlpar.exercises import grade_prediction
 
     name = "Exercise 5 (predict the blocked loop from the roofline)"
+    _l01.refuse_the_model(name, predict_blocked_gflops, "blocked_model")
     rng = np.random.default_rng(case_seed(25))
     cases = []
     for rows in (1, 4, 16, 32):

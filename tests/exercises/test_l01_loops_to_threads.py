@@ -542,6 +542,18 @@ def test_axpy_prediction_cases_move_with_the_grading_seed(monkeypatch):
     assert seen["0"] != seen["1"]
 
 
+def test_a_prediction_that_calls_the_courses_model_is_refused():
+    def by_the_model(bandwidth_gbps):
+        from mlpar.exercises import l01_loops_to_threads as lib
+
+        return lib.axpy_model(bandwidth_gbps)
+
+    with pytest.raises(AssertionError, match=f"^{EX4}.*calls axpy_model, the course's own"):
+        ex.check_axpy_prediction(by_the_model)
+    with pytest.raises(AssertionError, match="calls axpy_model"):
+        ex.check_axpy_prediction(lambda b: ex.axpy_model(b))
+
+
 def test_the_measurement_reports_and_never_grades(capsys):
     n = 1 << 12
     x, y, out = np.ones(n), np.full(n, 2.0), np.empty(n)

@@ -427,6 +427,11 @@ def test_wrong_blocked_prediction_is_rejected(wrong, message):
         ex.check_blocked_prediction(wrong)
 
 
+def test_a_prediction_that_calls_the_courses_model_is_refused():
+    with pytest.raises(AssertionError, match=f"^{EX5}.*calls blocked_model, the course's own"):
+        ex.check_blocked_prediction(lambda r, b, c: ex.blocked_model(r, b, c))
+
+
 def test_blocked_comparison_reports_and_never_grades(capsys):
     from mlpar.cpu import matmul as mm
 
