@@ -11,6 +11,8 @@ inside the student's function all end in that same ``AssertionError``.
 from __future__ import annotations
 
 import math
+import sys
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -65,6 +67,38 @@ def call(exercise: str, func: Callable, *args, **kwargs):
         raise AssertionError(
             f"{exercise}: your function raised {type(exc).__name__}: {exc}"
         ) from exc
+
+
+def call_refusing(exercise: str, func, refused: dict, *args):
+    """``call(exercise, func, *args)``, refusing an answer that calls one of ``refused``
+    (``{function: what it is}``) however it reached it (``checks.f``, an alias, a helper, a
+    thread): a profiler watches every Python call the answer makes, so the refusal looks at what
+    the code does, not at how it is spelled. For an exercise that asks the student to build what
+    the library or the check already has (issue 35): calling it writes nothing."""
+    codes = {f.__code__: f"{what} ({f.__module__}.{f.__name__})" for f, what in refused.items()}
+    hit = []
+
+    def watch(frame, event, arg):
+        if event == "call" and frame.f_code in codes:
+            hit.append(codes[frame.f_code])  # noted, not raised: the answer runs to its end
+
+    previous, previous_threads = sys.getprofile(), threading.getprofile()
+    sys.setprofile(watch)
+    threading.setprofile(watch)
+    try:
+        result = call(exercise, func, *args)
+    except AssertionError:
+        if not hit:
+            raise
+        result = None
+    finally:
+        sys.setprofile(previous)
+        threading.setprofile(previous_threads)
+    if hit:
+        raise AssertionError(
+            f"{exercise}: your answer calls {hit[0]}; the exercise asks you to write that "
+            "computation yourself, not to call it")
+    return result
 
 
 def as_array(exercise: str, got, *, what: str, shape=None, ndim=None, finite: bool = True) -> np.ndarray:

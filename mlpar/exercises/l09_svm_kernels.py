@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -22,42 +21,20 @@ import numpy as np
 
 from mlpar.algorithms.svm import kernel_matrix as kernels
 from mlpar.algorithms.svm import smo
-from mlpar.exercises import as_array, call, case_seed, expect, expect_close, fmt, passed, structure
+from mlpar.exercises import (
+    as_array,
+    call,
+    call_refusing,
+    case_seed,
+    expect,
+    expect_close,
+    fmt,
+    passed,
+    structure,
+)
 
 POOL_WORKERS = 2
 TAU = smo.TAU
-
-
-def call_refusing(exercise: str, func, refused: dict, *args):
-    """``call(exercise, func, *args)``, refusing an answer that calls one of ``refused``
-    (``{function: what it is}``) however it reached it (``checks.f``, an alias, a helper, a
-    thread): a profiler watches every Python call the answer makes, so the refusal looks at what
-    the code does, not at how it is spelled. The check's own reference is the answer; calling it
-    writes nothing."""
-    codes = {f.__code__: f"{what} ({f.__module__}.{f.__name__})" for f, what in refused.items()}
-    hit = []
-
-    def watch(frame, event, arg):
-        if event == "call" and frame.f_code in codes:
-            hit.append(codes[frame.f_code])  # noted, not raised: the answer runs to its end
-
-    previous, previous_threads = sys.getprofile(), threading.getprofile()
-    sys.setprofile(watch)
-    threading.setprofile(watch)
-    try:
-        result = call(exercise, func, *args)
-    except AssertionError:
-        if not hit:
-            raise
-        result = None
-    finally:
-        sys.setprofile(previous)
-        threading.setprofile(previous_threads)
-    if hit:
-        raise AssertionError(
-            f"{exercise}: your answer calls {hit[0]}, the check's own reference: the exercise "
-            "asks you to write that computation yourself")
-    return result
 
 
 # ---- Exercise 1: the RBF kernel, vectorised -------------------------------------------------
