@@ -51,7 +51,8 @@ def check_gpipe_makespan(predict_makespan) -> None:
 
     name = "Exercise 1 (GPipe's makespan with unequal stages)"
     banned = [(sim.simulate, "simulator.simulate"), (sim.closed_forms, "simulator.closed_forms"),
-              (sim.zb_h1_makespan, "simulator.zb_h1_makespan")]
+              (sim.zb_h1_makespan, "simulator.zb_h1_makespan"),
+              (gpipe_makespan, "exercises.gpipe_makespan")]
     cases = _gpipe_cases()
     for t_f, t_b, m, lam in cases:
         p = len(t_f)
@@ -217,13 +218,16 @@ def check_pipeline_speedup(predict_speedup) -> None:
     Graded exactly against mp/(m + p − 1), and confirmed on the simulator (a naive run whose one
     batch is m times a micro-batch's work, against GPipe with m micro-batches).
     """
+    from mlpar.exercises.l07_gossip import call_refusing
+
     name = "Exercise 4 (what pipelining gains)"
+    banned = [(pipeline_speedup, "exercises.pipeline_speedup")]
     rng = np.random.default_rng(case_seed(19))
     cases = SPEEDUP_CASES + tuple((int(rng.integers(2, 12)), int(rng.integers(1, 40)))
                                   for _ in range(2))
     for p, m in cases:
         case = f"p={p}, m={m}"
-        got = call(name, predict_speedup, p, m)
+        got = call_refusing(name, banned, predict_speedup, p, m)
         expect(name, got is not None, f"{case}: your function returned None; did it forget to "
                "`return`?")
         value = float(as_array(name, got, what=f"the speedup for {case}", ndim=0))

@@ -50,6 +50,8 @@ WRONG_GPIPE = {
                                 .gpipe(len(f), m), t_f=f, t_b=b).makespan, "simulator.simulate"),
     "closed forms": (lambda f, b, m, lam: __import__("mlpar.algorithms.pipeline.simulator", fromlist=["x"])
                      .closed_forms(len(f), m, f[0], b[0])["makespan"], "simulator.closed_forms"),
+    "the check's own reference": (lambda f, b, m, lam: ex.gpipe_makespan(f, b, m, lam),
+                                  "exercises.gpipe_makespan"),
     "returns None": (lambda f, b, m, lam: None, "is None"),
     "a pair": (lambda f, b, m, lam: (1.0, 2.0), "0-D"),
     "NaN": (lambda f, b, m, lam: np.nan, "NaN"),
@@ -306,3 +308,8 @@ def test_grading_seed_adds_other_cases(monkeypatch):
     ex.check_pipeline_speedup(spy)
     half = len(seen) // 2
     assert seen[:half] != seen[half:]
+
+
+def test_pipeline_speedup_refuses_the_checks_reference():
+    with pytest.raises(AssertionError, match="exercises.pipeline_speedup"):
+        ex.check_pipeline_speedup(lambda p, m: ex.pipeline_speedup(p, m))
