@@ -155,9 +155,11 @@ class SimulatedEngine(Engine):
 
     name = "simulated"
 
-    def __init__(self, n_workers: int, cost: CostModel | None = None, *, record: bool = True):
+    def __init__(self, n_workers: int, cost: CostModel | None = None, *, record: bool = True,
+                 cores: int | None = None):
         super().__init__(n_workers)
-        self.cluster = SimulatedCluster(self.n_workers, cost, record=record)
+        # cores: the machine the simulated nodes share (SimulatedCluster), None for one each
+        self.cluster = SimulatedCluster(self.n_workers, cost, record=record, cores=cores)
         self._store: dict[int, object] = {}
 
     def _put(self, worker, value):
@@ -290,6 +292,7 @@ class DaskEngine(Engine):
         if address is None:
             n_workers = limits.workers("n_workers", n_workers)
         super().__init__(n_workers)
+        self.local = address is None  # a LocalCluster on this machine's cores
         self._scope = None
         self._keys = 0
         try:  # everything that starts something, inside the try that stops it
@@ -440,13 +443,15 @@ MAX_SIMULATED_WORKERS = 100_000
 
 
 def make_engine(engine: str, n_workers: int, *, cost: CostModel | None = None,
-                address: str | None = None, record: bool = True) -> Engine:
-    """A new engine by name: 'simulated' (uses ``cost``), 'processes' or 'dask' (``address``)."""
+                address: str | None = None, record: bool = True,
+                cores: int | None = None) -> Engine:
+    """A new engine by name: 'simulated' (uses ``cost`` and ``cores``), 'processes' or 'dask'
+    (``address``)."""
     validation.choice("engine", engine, ENGINES)
     n_workers = planned_workers(engine, validation.positive_int("n_workers", n_workers),
                                 address=address)
     if engine == "simulated":
-        return SimulatedEngine(n_workers, cost, record=record)
+        return SimulatedEngine(n_workers, cost, record=record, cores=cores)
     if engine == "processes":
         return ProcessEngine(n_workers)
     return DaskEngine(n_workers, address)

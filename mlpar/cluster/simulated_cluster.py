@@ -23,6 +23,14 @@ Other schedules use the same four calls directly: a peer-to-peer (gossip) round 
 stage is ``compute`` on stage k followed by ``send(k, k + 1, activation bytes)``. The client–
 server engines in ``mlpar.cluster.engines`` are one such schedule, built on top.
 
+Shared cores. ``cores`` (default: as many as nodes) is the number of cores the whole cluster
+runs on, as when the workers and the server are processes of one machine. With fewer cores
+than nodes the server has no core of its own: it runs on the core of the last worker, m − 1,
+so the server's link (its messages are work for a CPU: pickling, system calls) and that
+worker's computing exclude each other, first come first served. Only the server is folded
+onto a worker: workers that share cores among themselves are left to the calibration, which
+times their compute while they all run at once. Lesson 05 uses this for 2 workers on 2 cores.
+
 Worked example (used by the tests): 3 workers, α + β·b = 1 s per message, compute 2, 2 and
 10 s (worker 2 is a straggler). Broadcast: workers receive w at 1, 2, 3. They finish at 3, 4,
 13 and reply over the server's link during [3, 4], [4, 5], [13, 14]: the round takes 14 s, the
@@ -78,7 +86,7 @@ class SimulatedCluster:
     """``n_workers`` workers and one server on a virtual clock; see the module docstring."""
 
     def __init__(self, n_workers: int, cost: CostModel | None = None, *, record: bool = True,
-                 duplex: bool = False):
+                 duplex: bool = False, cores: int | None = None):
         self.n_workers = validation.positive_int("n_workers", n_workers)
         if cost is None:
             cost = CostModel()
@@ -93,6 +101,11 @@ class SimulatedCluster:
         self.record = bool(record)
         self.duplex = bool(duplex)
         n_nodes = self.n_workers + 1
+        if cores is not None:
+            cores = validation.positive_int("cores", cores, maximum=1 << 20)
+        self.cores = cores
+        # The worker whose core the server shares (None: the server has a core of its own).
+        self.shares_core = self.n_workers - 1 if cores is not None and cores < n_nodes else None
         self._cpu_free = np.zeros(n_nodes)
         # Half duplex (the default): one link per node, sending or receiving. Full duplex: a node
         # sends and receives at the same time (what a ring all-reduce relies on).
@@ -125,6 +138,10 @@ class SimulatedCluster:
         node = self._node("node", node)
         seconds = validation.non_negative("seconds", seconds)
         begin = max(self._start(start), self._cpu_free[node])
+        if node == self.shares_core:  # the server's messages hold this core too
+            begin = max(begin, self._link_free[self.server], self._in_free[self.server])
+            self._link_free[self.server] = max(self._link_free[self.server], begin + seconds)
+            self._in_free[self.server] = max(self._in_free[self.server], begin + seconds)
         self._cpu_free[node] = begin + seconds
         self._busy(node, "compute", begin, begin + seconds)
         return begin + seconds
@@ -147,7 +164,13 @@ class SimulatedCluster:
             raise ValueError(f"dst: expected a node other than src ({src}), got {dst}")
         duration = self.cost.message_time(nbytes)
         begin = max(self._start(start), self._link_free[src], self._in_free[dst])
+        shared = self.shares_core is not None and self.server in (src, dst)
+        if shared:  # the server's core is busy while its worker computes
+            begin = max(begin, self._cpu_free[self.shares_core])
         self._link_free[src] = self._in_free[dst] = begin + duration
+        if shared:
+            self._cpu_free[self.shares_core] = max(self._cpu_free[self.shares_core],
+                                                   begin + duration)
         self._busy(src, "comm", begin, begin + duration)
         self._busy(dst, "comm", begin, begin + duration)
         return begin + duration + self.cost.latency

@@ -127,3 +127,29 @@ def test_peer_to_peer_messages_share_each_node_link():
     arrivals = [c.send(i, (i + 1) % 3, 0, start=0.0) for i in range(3)]
     assert arrivals == [1.0, 2.0, 3.0]
     np.testing.assert_array_equal(c.breakdown().comm, [2, 2, 2, 0])
+
+
+def test_a_server_without_a_core_of_its_own_shares_the_last_workers():
+    # 2 workers on 2 cores, α = 1 s, latency 0, compute 3 s each. Own core: w at 1 and 2,
+    # done at 4 and 5, replies [4, 5] and [5, 6]: 6 s. Shared with worker 1: its compute
+    # [2, 5] holds the server's link, so worker 0's reply waits until 5: [5, 6], then [6, 7].
+    cost = CostModel(alpha=1.0, beta=0.0, per_sample=1.0)
+    times = {}
+    for cores in (None, 3, 2):
+        eng = SimulatedEngine(2, cost, cores=cores)
+        eng.gather([eng.submit(i, tasks.noop, samples=3, nbytes=0) for i in range(2)])
+        times[cores] = eng.elapsed()
+    assert times == {None: 6.0, 3: 6.0, 2: 7.0}
+    assert SimulatedCluster(2, cost, cores=2).shares_core == 1
+    assert SimulatedCluster(2, cost, cores=3).shares_core is None
+    with pytest.raises(ValueError, match="cores"):
+        SimulatedCluster(2, cost, cores=0)
+
+
+def test_gradient_descent_on_shared_cores_is_never_faster_and_computes_the_same():
+    X, y = house_prices.load(20_000)
+    cost = CostModel(alpha=1e-4, beta=1e-9, per_sample=1e-8, latency=2e-5)
+    own = mapreduce.gradient_descent(X, y, n_workers=2, n_iter=4, cost=cost)
+    shared = mapreduce.gradient_descent(X, y, n_workers=2, n_iter=4, cost=cost, cores=2)
+    assert shared.time_per_iteration > own.time_per_iteration
+    np.testing.assert_array_equal(shared.weights, own.weights)

@@ -209,7 +209,7 @@ def test_best_workers_solutions_pass(capsys):
                      lambda C, t: math.exp((math.log(C) - math.log(t)) / 2)):
         ex.check_best_workers(solution)
     out = capsys.readouterr().out
-    assert out.count("passed") == 4 and "best whole number" in out
+    assert out.count("passed") == 4 and "real-valued optimum" in out
 
 
 WRONG_BEST = {

@@ -125,13 +125,15 @@ def gradient_descent(
     cost: CostModel | None = None,
     message_bytes: int | None = None,
     address: str | None = None,
+    cores: int | None = None,
 ) -> GDResult:
     """Parallel gradient descent by MapReduce rounds; same weights on every engine.
 
     ``engine`` is a name ('simulated', 'processes', 'dask') or an open ``Engine`` (reused,
     not closed: start a Dask cluster once for several runs); ``n_workers`` defaults to 2 with
     a name and to the engine's own count with an engine. ``cost`` prices the simulated
-    engine; ``message_bytes`` pretends each message is that big (a larger model) there.
+    engine; ``message_bytes`` pretends each message is that big (a larger model) there;
+    ``cores``: the simulated workers and server share that many cores (``SimulatedCluster``).
     Every argument is checked before any worker starts.
     """
     X, y = _check_data(X, y)
@@ -142,7 +144,7 @@ def gradient_descent(
     if address is not None and not isinstance(address, str):
         raise TypeError(f"address: expected a scheduler address str, got {type(address).__name__}")
     splits.shards(len(y), planned_workers(engine, n_workers, address=address))  # fail before start
-    with engine_scope(engine, n_workers, cost=cost, address=address) as eng:
+    with engine_scope(engine, n_workers, cost=cost, address=address, cores=cores) as eng:
         shards = place_shards(eng, X, y)  # each worker keeps its rows; only w and gᵢ travel
         eng.start()
         eng.reset_clock()
@@ -175,6 +177,14 @@ class Prediction:
     predicted: float
     cost: CostModel
     per: str = "iteration"  # what one measured / predicted figure is the time of
+    cores: int | None = None  # the cores the simulation gave workers and server (None: one each)
+    #: (lowest, highest) measured/predicted over the rounds ``typical`` took this one from
+    spread: tuple[float, float] | None = None
+
+    @property
+    def server_shares_a_core(self) -> bool:
+        """True when the prediction folded the server onto a worker's core (too few cores)."""
+        return self.cores is not None and self.cores < self.n_workers + 1
 
     @property
     def ratio(self) -> float:
@@ -187,10 +197,32 @@ class Prediction:
         return max(self.ratio, 1 / self.ratio)
 
     def __repr__(self) -> str:
+        spread = (f", {self.spread[0]:.2f}–{self.spread[1]:.2f} over the rounds"
+                  if self.spread else "")
         return (
             f"Prediction({self.engine} ×{self.n_workers}: measured {self.measured * 1e3:.3g} ms, "
-            f"model {self.predicted * 1e3:.3g} ms per {self.per}, ratio {self.ratio:.2f})"
+            f"model {self.predicted * 1e3:.3g} ms per {self.per}, ratio {self.ratio:.2f}{spread})"
         )
+
+
+def typical(predictions) -> Prediction:
+    """The prediction of median ratio among several rounds (calibrate, then measure, each
+    time), carrying the spread of all their ratios: one round is one calibration and one set
+    of timings, and a shared machine can move either; the median of interleaved rounds moves
+    much less, and the spread says how much."""
+    from dataclasses import replace
+
+    if isinstance(predictions, Prediction):
+        return predictions
+    if (isinstance(predictions, (str, bytes)) or not hasattr(predictions, "__iter__")):
+        raise TypeError(f"predictions: expected Predictions, got {type(predictions).__name__}")
+    predictions = list(predictions)
+    if not predictions or not all(isinstance(p, Prediction) for p in predictions):
+        raise TypeError("predictions: expected a non-empty list of Predictions, got "
+                        f"{[type(p).__name__ for p in predictions]}")
+    ranked = sorted(predictions, key=lambda p: p.ratio)
+    ratios = [p.ratio for p in ranked]
+    return replace(ranked[(len(ranked) - 1) // 2], spread=(ratios[0], ratios[-1]))
 
 
 def measure_and_predict(engine, X, y, *, n_iter: int = 20, repeat: int = 7) -> Prediction:
@@ -214,8 +246,21 @@ def measure_and_predict(engine, X, y, *, n_iter: int = 20, repeat: int = 7) -> P
     # iteration is robust to the odd one hit by another program on a shared machine.
     runs = [gradient_descent(X, y, engine=engine, n_iter=n_iter + 1) for _ in range(2)]
     measured = float(np.median(np.concatenate([np.diff(r.times)[1:] for r in runs])))
-    simulated = gradient_descent(X, y, n_workers=engine.n_workers, n_iter=2, cost=cost)
-    return Prediction(engine.name, engine.n_workers, measured, simulated.time_per_iteration, cost)
+    # Workers on this machine (processes, a LocalCluster) share its cores with the server: the
+    # simulation gets the same number of cores. A remote cluster's nodes are its own business.
+    cores = local_cores(engine)
+    simulated = gradient_descent(X, y, n_workers=engine.n_workers, n_iter=2, cost=cost,
+                                 cores=cores)
+    return Prediction(engine.name, engine.n_workers, measured, simulated.time_per_iteration, cost,
+                      cores=cores)
+
+
+def local_cores(engine) -> int | None:
+    """The usable cores of this machine when ``engine``'s workers run on it, else None."""
+    from mlpar.core import environment
+
+    local = engine.name == "processes" or (engine.name == "dask" and getattr(engine, "local", False))
+    return environment.usable_cores() if local else None
 
 
 # -- The key/value model of Dean & Ghemawat, and backup tasks for stragglers --------------------

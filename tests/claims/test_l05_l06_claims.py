@@ -1,0 +1,62 @@
+"""Lessons 05 and 06: the cost-model claims are measured on 2 cores (the server shares a
+worker's core in the simulation), say n/a only with fewer cores than workers, judge the middle
+of several rounds and print their spread, and fail on a table that violates them."""
+
+import pytest
+
+from mlpar.algorithms.distributed import mapreduce
+from mlpar.claims import l05_mapreduce as c05
+from mlpar.claims import l06_parameter_server as c06
+from mlpar.cluster.cost_model import CostModel
+from mlpar.core import environment
+
+
+def prediction(ratio, n_workers=2, cores=None):
+    return mapreduce.Prediction("processes", n_workers, ratio * 1e-3, 1e-3, CostModel(),
+                                cores=cores)
+
+
+@pytest.mark.parametrize("cores, ratio, held", [(1, 1.0, None), (2, 1.59, False), (2, 1.0, True),
+                                                (2, 0.7, False), (3, 1.1, True), (16, 0.7, False)])
+def test_05_prediction_is_judged_wherever_each_worker_has_a_core(monkeypatch, cores, ratio, held):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, f"cores={cores}")
+    claim = c05.prediction_claim(prediction(ratio, cores=cores))
+    assert claim.held is held
+    text = repr(claim)
+    assert f"{ratio:.2f}" in text  # the figure is shown either way
+    if held is None:
+        assert text.startswith("n/a") and "2 usable cores" in text
+    else:
+        where = "sharing a worker's core" if cores < 3 else "a core of its own"
+        assert where in text
+
+
+def test_05_prediction_claim_refuses_something_else():
+    with pytest.raises(TypeError, match="prediction: expected a mapreduce.Prediction"):
+        c05.prediction_claim(1.5)
+
+
+def test_the_middle_round_is_judged_and_the_spread_printed(monkeypatch):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
+    rounds = [prediction(r, cores=2) for r in (1.9, 1.1, 0.95)]
+    middle = mapreduce.typical(rounds)
+    assert middle.ratio == pytest.approx(1.1) and middle.spread == pytest.approx((0.95, 1.9))
+    text = repr(c05.prediction_claim(middle))
+    assert text.startswith("✓") and "rounds: 0.95–1.90" in text
+    # a violating table: every round far off, the middle one too
+    bad = mapreduce.typical([prediction(r, cores=2) for r in (1.5, 1.8, 2.2)])
+    assert c05.prediction_claim(bad).held is False
+    with pytest.raises(TypeError, match="predictions"):
+        mapreduce.typical([])
+    with pytest.raises(TypeError, match="predictions"):
+        mapreduce.typical([1.0])
+
+
+def test_06_prediction_claim_holds_within_the_tolerance_and_fails_outside():
+    good = mapreduce.typical([prediction(r) for r in (0.85, 1.0, 1.2)])
+    assert c06.prediction_claim(good).held is True
+    assert "rounds: 0.85–1.20" in repr(c06.prediction_claim(good))
+    assert c06.prediction_claim(prediction(1.31)).held is False
+    assert c06.prediction_claim(prediction(0.7)).held is False
+    with pytest.raises(TypeError, match="prediction"):
+        c06.prediction_claim(None)
