@@ -56,6 +56,8 @@ def test_bad_input_is_refused_before_any_actor_starts():
             GD.measure_and_predict(client, X, y, "ring", 1)
         with pytest.raises(ValueError, match="n_rounds"):
             GD.measure_and_predict(client, X, y, "ring", 3, n_rounds=0)
+        with pytest.raises(ValueError, match="repeats"):
+            GD.measure_and_predict(client, X, y, "ring", 3, repeats=0)
         with GD.gossip_nodes(client, X, y, ring) as nodes:
             with pytest.raises(ValueError, match="n_rounds"):
                 GD.gossip_rounds(nodes, n_rounds=10**9, lr=0.1)
