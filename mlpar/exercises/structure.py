@@ -6,8 +6,16 @@ answer from a shortcut. These helpers look at the function itself, never at a st
 
 * ``prange_loops``: numba's own record of the parallel loops it compiled from ``prange``;
 * ``source_tree`` / ``calls`` / ``loops``: the function's syntax tree (``ast``);
-* ``Recorder``: an ndarray subclass that notes every matrix product and every Python-level
-  walk over its rows, so a check can see what a function did with its inputs.
+* ``Recorder``: an ndarray subclass that notes every matrix product (and the thread that took
+  it) and every Python-level walk over its rows, so a check can see what a function did with
+  its inputs, and where;
+* ``StepCounter``: the Python work the student's code does, in steps, per thread.
+
+Issue 35: a structural check looks at what the code does, not at how it is spelled. The
+syntax-tree helpers only read spelling (an alias, a helper, a different loop order changes
+it), so a check uses them to *explain* a refusal or to refuse a named shortcut, and decides
+on what ran: the products a ``Recorder`` saw and on which thread, the steps a ``StepCounter``
+counted and on which thread (``work_by_thread``), numba's own parallel loops.
 """
 
 from __future__ import annotations
@@ -102,6 +110,16 @@ def accumulators(loop: ast.AST) -> set[str]:
     return found
 
 
+def _new_log() -> dict:
+    return {"products": [], "walks": 0, "product_threads": []}
+
+
+def products_off(log: dict, thread: int) -> int:
+    """How many of the products a ``Recorder`` noted ran on threads other than ``thread``
+    (pass ``threading.get_ident()`` of the caller: the products its pool really computed)."""
+    return sum(t != thread for t in log.get("product_threads", []))
+
+
 #: numpy functions that multiply matrices (what ``Recorder`` notes).
 PRODUCTS = ("matmul", "dot", "einsum", "tensordot", "inner", "vdot", "multi_dot", "outer")
 
@@ -116,14 +134,18 @@ class Recorder(np.ndarray):
 
     def __new__(cls, array, log=None):
         obj = np.asarray(array).view(cls)
-        obj.log = log if log is not None else {"products": [], "walks": 0}
+        obj.log = log if log is not None else _new_log()
         return obj
 
     def __array_finalize__(self, obj):
-        self.log = getattr(obj, "log", {"products": [], "walks": 0})
+        self.log = getattr(obj, "log", None) or _new_log()
 
     def _note_product(self, operands):
+        import threading
+
         self.log["products"].append(tuple(np.shape(o) for o in operands))
+        # which thread did the work: a pool's task, or the caller before it handed trivial tasks
+        self.log.setdefault("product_threads", []).append(threading.get_ident())
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if ufunc is np.matmul:
@@ -206,6 +228,8 @@ class StepCounter:
         self.lines = 0
         self.calls = 0
         self.code = set()
+        self.by_thread: dict[int, int] = {}  # thread id -> steps taken on it
+        self.caller: int | None = None       # the thread that called ``run``
         self._roots = _library_roots()
         self._mine = {}
 
@@ -220,9 +244,16 @@ class StepCounter:
             self._mine[code] = known
         return known
 
+    def _step(self) -> None:
+        import threading
+
+        key = threading.get_ident()
+        self.by_thread[key] = self.by_thread.get(key, 0) + 1
+
     def _local(self, frame, event, arg):
         if event == "line":
             self.lines += 1
+            self._step()
         return self._local
 
     def _global(self, frame, event, arg):
@@ -230,6 +261,7 @@ class StepCounter:
             return None
         self.code.add(frame.f_code)
         self.calls += 1
+        self._step()
         return self._local
 
     def run(self, func, *args, **kwargs):
@@ -241,6 +273,7 @@ class StepCounter:
         import sys
         import threading
 
+        self.caller = threading.get_ident()
         before = sys.gettrace()
         threads_before = threading.gettrace()
         threading.settrace(self._global)
@@ -257,6 +290,17 @@ class StepCounter:
     def steps(self) -> int:
         """Lines plus helper calls: the Python-level work, in steps."""
         return self.lines + self.calls
+
+    def work_by_thread(self) -> tuple[int, list[int]]:
+        """``(steps on the calling thread, [steps on each other thread, most first])``.
+
+        What each task did, whatever the pool or the spelling: a loop the caller runs itself
+        while its pool gets empty tasks shows as caller steps growing with the data and
+        threads with a step or two each.
+        """
+        caller = self.by_thread.get(self.caller, 0)
+        others = sorted((n for t, n in self.by_thread.items() if t != self.caller), reverse=True)
+        return caller, others
 
     def hidden_loops(self) -> list[str]:
         """The ``HIDDEN_LOOP_CALLS`` named in the source of any of the student's code that ran."""

@@ -147,3 +147,38 @@ def test_the_thread_tracer_is_restored():
 
     structure.StepCounter().run(vectorised, np.ones((2, 2)))
     assert threading.gettrace() is None
+
+
+# ---- Where the work ran (issue 35: the work each task or thread performs) -------------------
+
+def _pool_sum(rows, pool):
+    return sum(pool.map(lambda r: sum(v * v for v in r), rows))
+
+
+def _caller_sum(rows, pool):
+    done = [sum(v * v for v in r) for r in rows]  # the caller does the work ...
+    return sum(pool.map(lambda d: d, done))       # ... the pool only hands values back
+
+
+@pytest.mark.parametrize("func, on_pool", [(_pool_sum, True), (_caller_sum, False)])
+def test_work_by_thread_tells_the_pool_s_work_from_the_caller_s(func, on_pool):
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = [list(range(200))] * 4
+    with ThreadPoolExecutor(2) as pool:
+        result, counter = structure.python_work(func, rows, pool)
+    assert result == 4 * sum(v * v for v in range(200))
+    caller, others = counter.work_by_thread()
+    assert (sum(others) > 10 * caller) is on_pool, (caller, others)
+
+
+def test_a_recorder_notes_the_thread_of_each_product():
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    me = threading.get_ident()
+    X = structure.Recorder(np.ones((4, 3)))
+    X @ X.T
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(lambda: X[:2] @ X[:2].T).result()
+    assert len(X.log["products"]) == 2 and structure.products_off(X.log, me) == 1
