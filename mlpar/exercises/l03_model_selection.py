@@ -30,6 +30,43 @@ SERIAL_FRACTION = "Exercise 3 (serial fraction)"
 GRID_SPEEDUP = "Exercise 4 (predict a grid search's speedup)"
 
 
+@contextmanager
+def _refusing(name: str, targets):
+    """Fail after the body if the student's code called one of ``targets``: (module, attribute)
+    pairs naming the library's own version of what the exercise asks the student to write."""
+    used, saved = [], []
+    for module, attr in targets:
+        original = getattr(module, attr)
+        shown = f"{module.__name__.rsplit('.', 1)[-1]}.{attr}"
+
+        def spy(*args, _original=original, _shown=shown, **kwargs):
+            used.append(_shown)
+            return _original(*args, **kwargs)
+
+        saved.append((module, attr, original))
+        setattr(module, attr, spy)
+    try:
+        yield
+    finally:
+        for module, attr, original in saved:
+            setattr(module, attr, original)
+    expect(name, not used,
+           f"your function calls {used[0] if used else ''}, the library's version of what this "
+           "exercise asks you to write: write it yourself")
+
+
+def _library(*names):
+    from mlpar.core import splits
+
+    found = {"kfold": [(splits, "kfold"), (ms, "kfold"), (splits, "repeated_kfold"),
+                       (ms, "repeated_kfold")],
+             "fit": [(scaling_laws, "fit_amdahl"), (scaling_laws, "fit_gustafson"),
+                     (scaling_laws, "_relative_fit")],
+             "grid": [(speedup_model, "predicted_speedup"),
+                      (speedup_model, "best_possible_speedup")]}
+    return [t for n in names for t in found[n]]
+
+
 def _index_array(name: str, case: str, part, what: str) -> np.ndarray:
     arr = as_array(name, part, what=f"{case}: {what}", ndim=1)
     expect(name, np.all(arr == np.round(arr)), f"{case}: {what} should hold whole row numbers")
@@ -68,7 +105,9 @@ def check_kfold(my_kfold) -> None:
     name = KFOLD
     for n, k in ((10, 3), (23, 5), (7, 7), (100, 4)):
         case = f"n={n}, k={k}"
-        folds = _folds(name, call(name, my_kfold, n, k, 0), n, k)
+        with _refusing(name, _library("kfold")):
+            got = call(name, my_kfold, n, k, 0)
+        folds = _folds(name, got, n, k)
         tests = [te for _, te in folds]
         everything = np.sort(np.concatenate(tests))
         expect(name, np.array_equal(everything, np.arange(n)),
@@ -259,7 +298,8 @@ def check_serial_fraction(serial_fraction) -> None:
     name = SERIAL_FRACTION
     for s, p in ((0.0, 2), (0.1, 2), (0.25, 4), (0.05, 64), (1.0, 8)):
         speedup = float(scaling_laws.amdahl_speedup([p], s)[0])
-        got = call(name, serial_fraction, p, speedup)
+        with _refusing(name, _library("fit")):
+            got = call(name, serial_fraction, p, speedup)
         what = f"s for p={p}, speedup={fmt(speedup)}"
         expect(name, got is not None, f"{what}: got None; did the function forget to `return`?")
         misreadings = (
@@ -322,7 +362,8 @@ def check_grid_speedup(predict_grid_speedup, measurement=None) -> None:
     for nc, nf, p, t, c in _grid_cases():
         what = (f"{nc} candidates × {nf} folds on {p} workers, t = {fmt(t)} s, "
                 f"c = {fmt(c)} s")
-        got = call(name, predict_grid_speedup, nc, nf, p, t, c)
+        with _refusing(name, _library("grid")):
+            got = call(name, predict_grid_speedup, nc, nf, p, t, c)
         expect(name, got is not None, f"{what}: got None; did the function forget to `return`?")
         want = speedup_model.predicted_speedup(nc * nf, p, t, c)
         if isinstance(got, (int, float, np.number)) and not isinstance(got, bool) \

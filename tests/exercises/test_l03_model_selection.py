@@ -13,8 +13,10 @@ from mlpar.exercises import l03_model_selection as ex
 # --- Exercise 1: shuffled k-fold -----------------------------------------------------------
 
 
-def good_kfold(n, k, seed):
-    return ms.kfold(n, k, seed=seed)
+def good_kfold(n, k, seed):  # written by hand: the library's ms.kfold is refused by name
+    parts = np.array_split(np.random.default_rng(seed).permutation(n), k)
+    return [(np.sort(np.concatenate(parts[:i] + parts[i + 1:])), np.sort(parts[i]))
+            for i in range(k)]
 
 
 def good_kfold_lists_unsorted(n, k, seed):
@@ -30,15 +32,15 @@ def unshuffled_kfold(n, k, seed):
 
 
 def seed_ignored_kfold(n, k, seed):
-    return ms.kfold(n, k, seed=0)
+    return good_kfold(n, k, 0)
 
 
 def unseeded_kfold(n, k, seed):
-    return ms.kfold(n, k, seed=int(np.random.default_rng().integers(1000)))
+    return good_kfold(n, k, int(np.random.default_rng().integers(1000)))
 
 
 def overlapping_kfold(n, k, seed):
-    return [(np.arange(n), te) for _, te in ms.kfold(n, k, seed=seed)]
+    return [(np.arange(n), te) for _, te in good_kfold(n, k, seed)]
 
 
 def lopsided_kfold(n, k, seed):
@@ -55,11 +57,11 @@ def remainder_dropped_kfold(n, k, seed):
 
 
 def one_fold_short(n, k, seed):
-    return ms.kfold(n, k, seed=seed)[:-1]
+    return good_kfold(n, k, seed)[:-1]
 
 
 def float_rows(n, k, seed):
-    return [(tr + 0.5, te + 0.5) for tr, te in ms.kfold(n, k, seed=seed)]
+    return [(tr + 0.5, te + 0.5) for tr, te in good_kfold(n, k, seed)]
 
 
 def test_kfold_accepts_correct_solutions(capsys):
@@ -415,3 +417,22 @@ def test_parallel_cv_says_when_this_machine_cannot_show_tasks(monkeypatch):
     monkeypatch.setattr(helpers, "mp", None)  # /dev/shm missing or read-only
     with pytest.raises(AssertionError, match="joblib cannot start pools on this machine"):
         ex.check_parallel_cv(good_cv)
+
+
+# --- the library's own version of an exercise is refused by name (issue 35 §4) -----------------
+
+
+@pytest.mark.parametrize("check, borrowed, match", [
+    (ex.check_kfold, lambda n, k, seed: __import__("mlpar.core.splits").core.splits.kfold(n, k, seed=seed),
+     "calls splits.kfold"),
+    (ex.check_kfold, lambda n, k, seed: ms.kfold(n, k, seed=seed), "calls cross_validation.kfold"),
+    (ex.check_serial_fraction,
+     lambda p, S: __import__("mlpar.cpu.scaling_laws").cpu.scaling_laws.fit_amdahl(
+         [1, p], [1.0, S]).serial_fraction, "calls scaling_laws.fit_amdahl"),
+    (ex.check_grid_speedup,
+     lambda nc, nf, p, t, c: __import__("mlpar.algorithms.model_selection.speedup").algorithms
+     .model_selection.speedup.predicted_speedup(nc * nf, p, t, c), "calls speedup.predicted_speedup"),
+])
+def test_the_librarys_version_is_refused_by_name(check, borrowed, match):
+    with pytest.raises(AssertionError, match=match):
+        check(borrowed)
