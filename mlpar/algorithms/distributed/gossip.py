@@ -93,6 +93,39 @@ def slowest_direction(W) -> tuple[float, np.ndarray]:
     return float(values[k]), v / np.linalg.norm(v)
 
 
+def push_sum(g, x0, n_rounds: int) -> np.ndarray:
+    """Push-sum (Kempe, Dobra and Gehrke 2003) on a directed graph: the error of every node's
+    estimate of the average, ‖z_t − x̄₀‖ / ‖x_0 − x̄₀‖ for t = 0 … n_rounds.
+
+    Node i knows only its out-degree d_i: each round it keeps 1/(d_i + 1) of its pair (s_i, w_i)
+    and pushes the same share to each out-neighbour (a column-stochastic A, s ← A s, w ← A w,
+    s₀ = x₀, w₀ = 1). Σ s and Σ w never change, and z_i = s_i / w_i tends to Σ s / Σ w = x̄₀ on
+    any strongly connected digraph, where no doubly stochastic W can be built from local
+    information alone.
+    """
+    g = topologies.check_graph("g", g)
+    if not nx.is_directed(g):
+        g = g.to_directed()
+    n = g.number_of_nodes()
+    x = np.array(validation.array("x0", np.asarray(x0, dtype=float), ndim=1, finite=True))
+    if len(x) != n or set(g.nodes) != set(range(n)):
+        raise ValueError(f"x0: expected one value per node of a graph on 0 … n−1 ({n}), got {len(x)}")
+    n_rounds = validation.integer("n_rounds", n_rounds, minimum=0, maximum=100_000)
+    A = np.eye(n)
+    for i, j in g.edges:
+        if i != j:
+            A[j, i] = 1.0
+    A /= A.sum(axis=0, keepdims=True)  # column i: node i's value split among itself and its outs
+    mean = x.mean()
+    start = np.linalg.norm(x - mean)
+    s, w = x.copy(), np.ones(n)
+    errors = [1.0]
+    for _ in range(n_rounds):
+        s, w = A @ s, A @ w
+        errors.append(float(np.linalg.norm(s / w - mean) / start))
+    return np.array(errors)
+
+
 @dataclass(frozen=True)
 class PairwiseResult:
     """‖x_t − x̄‖² after every step, the final x, and the virtual time of every step."""

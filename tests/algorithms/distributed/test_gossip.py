@@ -272,3 +272,15 @@ def test_gradient_tracking_removes_the_constant_step_stall():
     reference = mapreduce.gradient_descent(X, y, n_workers=8, lr=0.5, n_iter=20)
     np.testing.assert_allclose(G.gradient_tracking(X, y, J, lr=0.5, n_rounds=20).weights,
                                reference.weights, rtol=1e-9)
+
+
+def test_push_sum_reaches_the_average_on_an_irregular_digraph():
+    g = nx.DiGraph([(i, (i + 1) % 16) for i in range(16)] + [(0, 5), (0, 9), (3, 12), (7, 1)])
+    x0 = np.random.default_rng(0).standard_normal(16)
+    errors = G.push_sum(g, x0, 300)
+    assert errors[0] == 1.0 and errors[-1] < 1e-10
+    receive = np.eye(16) + nx.to_numpy_array(g, nodelist=range(16)).T
+    agreed = np.linalg.matrix_power(receive / receive.sum(axis=1, keepdims=True), 2000) @ x0
+    assert np.ptp(agreed) < 1e-9 and abs(agreed[0] - x0.mean()) > 1e-3  # agrees, wrongly
+    with pytest.raises(ValueError, match="x0"):
+        G.push_sum(g, x0[:5], 3)
