@@ -1,7 +1,7 @@
 """Benchmark family ``grading``: what grading costs, against running the notebooks.
 
     python -m mlpar.bench grading            # every lesson; a class of 30
-    python -m mlpar.bench grading --quick    # lessons 00 and 04; a class of 6
+    python -m mlpar.bench grading --quick    # lessons 00 and 01; a class of 6
 
 Figures (one run):
 
@@ -11,9 +11,13 @@ Figures (one run):
   the solution cells and the checks); ``ratio`` = grading ÷ full (target: at most
   ``TARGET_RATIO``).
 * ``class``: a class of ``CLASS_SIZE`` students (the instructor's answers, each copy made a
-  distinct file) of the lesson whose grading cost most above, graded with ``python -m
-  mlpar.course grade --jobs <usable cores>``: wall-clock seconds (target: at most
-  ``TARGET_CLASS_SECONDS`` on 2 cores).
+  distinct file) of lesson ``CLASS_LESSON``, graded with ``python -m mlpar.course grade --jobs
+  <usable cores>`` as configured here (in the bubblewrap sandbox where it works): wall-clock
+  seconds (target: at most ``TARGET_CLASS_SECONDS`` on 2 cores), and the isolation used.
+* ``sandbox``: what the sandbox itself costs: one notebook of ``CLASS_LESSON`` graded
+  ``SANDBOX_REPEATS`` times in the sandbox and as many times without it (alternating, one at a
+  time), median seconds of each and their difference per notebook. Absent where bubblewrap
+  cannot run.
 
 Timings on a shared machine vary; they are measured, never assumed.
 """
@@ -28,7 +32,9 @@ from pathlib import Path
 TARGET_RATIO = 0.3
 TARGET_CLASS_SECONDS = 300.0
 CLASS_SIZE = 30
-QUICK_LESSONS = ("00_index", "04_hogwild")
+CLASS_LESSON = "01_loops_to_threads"
+SANDBOX_REPEATS = 5
+QUICK_LESSONS = ("00_index", "01_loops_to_threads")
 
 
 def _full_run_seconds(path: Path) -> float:
@@ -60,6 +66,35 @@ def _grading_seconds(lesson: str, plans) -> float:
     return seconds
 
 
+def _sandbox_cost(lesson: str, plans, repeats: int) -> dict | None:
+    """Median seconds of one notebook graded in the sandbox and without it (see the module)."""
+    import os
+    import statistics
+
+    from mlpar.course.grading import sandbox
+
+    try:
+        if sandbox.isolation()[0] != "bwrap":
+            return None
+    except sandbox.SandboxUnavailable:
+        return None
+    times = {"bwrap": [], "none": []}
+    before = os.environ.get(sandbox.SANDBOX_VARIABLE)
+    try:
+        for _ in range(repeats):
+            for how in times:
+                os.environ[sandbox.SANDBOX_VARIABLE] = how
+                times[how].append(_grading_seconds(lesson, plans))
+    finally:
+        if before is None:
+            os.environ.pop(sandbox.SANDBOX_VARIABLE, None)
+        else:
+            os.environ[sandbox.SANDBOX_VARIABLE] = before
+    sandboxed, bare = statistics.median(times["bwrap"]), statistics.median(times["none"])
+    return {"lesson": lesson, "repeats": repeats, "sandboxed_s": sandboxed, "bare_s": bare,
+            "cost_s": sandboxed - bare}
+
+
 def _class_seconds(lesson: str, size: int, jobs: int) -> dict:
     from mlpar.course.grading.grade import Options, grade
     from mlpar.course.lessons import NOTEBOOKS
@@ -76,9 +111,11 @@ def _class_seconds(lesson: str, size: int, jobs: int) -> dict:
         rows = grade(folder, Path(tmp) / "grades.csv", jobs=jobs,
                      options=Options(timeout=600, memory_mb=8192), echo=lambda *_: None)
         seconds = time.perf_counter() - start
+    from mlpar.course.grading import sandbox
+
     passed = sum(r["passed"] for r in rows)
     return {"lesson": lesson, "students": size, "jobs": jobs, "seconds": seconds,
-            "rows": len(rows), "passed": passed}
+            "rows": len(rows), "passed": passed, "isolation": sandbox.isolation()[0]}
 
 
 def run(quick: bool = False) -> dict:
@@ -93,10 +130,10 @@ def run(quick: bool = False) -> dict:
         full = _full_run_seconds(NOTEBOOKS / f"{lesson}.ipynb")
         graded = _grading_seconds(lesson, plans)
         table[lesson] = {"full_s": full, "grading_s": graded, "ratio": graded / full}
-    costliest = max(table, key=lambda lesson: table[lesson]["grading_s"])
     cores = usable_cores()
     return {"lessons": table, "cores": cores,
-            "class": _class_seconds(costliest, 6 if quick else CLASS_SIZE, cores)}
+            "class": _class_seconds(CLASS_LESSON, 6 if quick else CLASS_SIZE, cores),
+            "sandbox": _sandbox_cost(CLASS_LESSON, plans, 3 if quick else SANDBOX_REPEATS)}
 
 
 def report(figures: dict) -> str:
@@ -109,5 +146,15 @@ def report(figures: dict) -> str:
     lines.append(
         f"class of {c['students']} × {c['lesson']} with --jobs {c['jobs']} ({figures['cores']} usable "
         f"cores): {c['seconds']:.1f} s (target ≤ {TARGET_CLASS_SECONDS:.0f} s on 2 cores) {mark}; "
-        f"{c['passed']} of {c['rows']} checks passed")
+        f"{c['passed']} of {c['rows']} checks passed"
+        + (f"; isolation: {c['isolation']}" if "isolation" in c else ""))
+    cost = figures.get("sandbox")
+    if "sandbox" not in figures:
+        pass
+    elif cost:
+        lines.append(f"sandbox cost per notebook ({cost['lesson']}, median of {cost['repeats']}): "
+                     f"{cost['sandboxed_s']:.2f} s in bubblewrap, {cost['bare_s']:.2f} s without, "
+                     f"{cost['cost_s']:+.2f} s")
+    else:
+        lines.append("sandbox cost: not measured (bubblewrap cannot run here)")
     return "\n".join(lines)

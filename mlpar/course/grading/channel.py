@@ -38,6 +38,7 @@ class Reader:
         self._size = 0
         self.dropped = 0
         self._stop = threading.Event()
+        self.closed = False
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
 
@@ -63,7 +64,9 @@ class Reader:
         self._thread.join(wait)
         self._stop.set()
         self._thread.join()
-        os.close(self._fd)
+        if not self.closed:
+            self.closed = True
+            os.close(self._fd)
 
     def lines(self) -> list[str]:
         data = b"".join(self._chunks)
@@ -99,6 +102,7 @@ _SCHEMA = {
               "message": (_text, True), "flags": (_texts, True), "detail": (_texts, False),
               "seconds": (_number, False), "observed": (lambda v: v if isinstance(v, bool) else None, False)},
     "done": {"seconds": (_number, False), "cell_errors": (_texts, False)},
+    "handed_over": {"exercise": (_text, True)},
 }
 
 

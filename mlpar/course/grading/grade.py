@@ -103,7 +103,8 @@ def rows_from(sub, plan: LessonPlan, rebuilt, outcome: sandbox.Outcome, options:
     memory_hint = any(s in outcome.output for s in ("MemoryError", "bad_alloc", "Cannot allocate memory",
                                                      "std::bad_alloc", "out of memory"))
     # tampering anywhere puts the whole submission under review: every row carries the flag
-    tampered = bool(rebuilt.tampering) or any("tampering" in e.get("flags", []) for e in checks.values())
+    tampered = (bool(rebuilt.tampering) or bool(outcome.bad_lines)
+                or any("tampering" in e.get("flags", []) for e in checks.values()))
     rows = []
     for e in plan.exercises:
         flags = list(rebuilt.flags) + (["tampering"] if tampered else [])
@@ -139,6 +140,9 @@ def rows_from(sub, plan: LessonPlan, rebuilt, outcome: sandbox.Outcome, options:
 
 def notes_of(rebuilt, outcome) -> list[str]:
     notes = list(rebuilt.notes)
+    if outcome.bad_lines:
+        notes.append(f"tampering: the grading process's channel carried {outcome.bad_lines} line(s) "
+                     "that were not the grader's own events (not believed)")
     for name, found in rebuilt.tampering.items():
         notes += [f"tampering in the solution of {name}: {f}" for f in found]
     for event in outcome.events:

@@ -3,9 +3,13 @@
 ``scan`` reads a solution cell before it runs and names every line that reaches for the
 grading machinery: assigning to (or deleting) an attribute of an imported module, ``setattr``
 or ``delattr`` on one, ``vars(module)[...] =``, and any use of ``sys.modules``, ``builtins``,
-``__builtins__``, ``importlib``, ``__import__``, ``__code__``, ``__globals__``, ``os._exit``,
-``sys.exit``, ``exit()``/``quit()``, ``ctypes`` or ``gc.get_referrers`` (and its kin). The cell
-still runs as written; the grader flags it ``tampering``.
+``__builtins__``, ``importlib``, ``__import__``, ``__code__``, ``__globals__``, frames
+(``inspect.stack``, ``f_locals``, ``f_back``), ``os._exit``, ``sys.exit``, ``exit()``/``quit()``,
+``signal.raise_signal``, ``ctypes``, ``gc.get_referrers`` (and its kin), process escapes
+(``os.fork``, ``os.setsid``, ``subprocess``), shell commands (``!cmd``, ``%%bash``); and reading
+the instructor's answers (``mlpar.course``, ``NOTEBOOKS``, a ``.ipynb`` path, a check module's
+``*_model``/``reference*``). Calls are recognised through aliases (``import os as _os``). The
+cell still runs as written; the grader flags it ``tampering``.
 
 ``Snapshot`` is taken in the grading process after the official set-up cells and before the
 first line of student code. Before each check, ``restore`` puts back every module attribute
@@ -25,10 +29,17 @@ from mlpar.course.grading.plan import bindings
 # Names whose mere use in a solution cell reaches for the machinery of the run itself.
 _FORBIDDEN_NAMES = {"builtins", "__builtins__", "importlib", "__import__", "ctypes"}
 _FORBIDDEN_ATTRIBUTES = {"__code__", "__globals__", "__defaults__", "__kwdefaults__", "__dict__",
-                         "__builtins__", "_getframe", "f_globals", "f_back"}
+                         "__builtins__", "_getframe", "f_globals", "f_back", "f_locals", "tb_frame",
+                         "gi_frame", "cr_frame", "ag_frame", "_implementation"}
 _FORBIDDEN_CALLS = {("os", "_exit"), ("sys", "exit"), ("os", "kill"), ("os", "killpg"),
                     ("os", "abort"), ("os", "fork"), ("gc", "get_referrers"), ("gc", "get_objects"),
-                    ("gc", "get_referents")}
+                    ("gc", "get_referents"), ("inspect", "stack"), ("inspect", "currentframe"),
+                    ("inspect", "getouterframes"), ("inspect", "trace"), ("signal", "raise_signal"),
+                    ("os", "system"), ("os", "popen"), ("subprocess", "Popen"), ("subprocess", "run"),
+                    ("os", "setsid"), ("os", "execve"), ("os", "execv")}
+# Where the instructor's answers are: reading them from a solution is flagged, not only refused
+_INSTRUCTOR_NAMES = {"NOTEBOOKS", "lesson_paths", "read_notebook"}
+_REFERENCE_SUFFIXES = ("_model", "_reference", "reference_")
 
 
 def _root(node) -> str | None:
@@ -53,10 +64,14 @@ def scan(source: str, modules: set[str]) -> list[str]:
         if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)
                 and node.value.id in modules):
             modules |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    imports = bindings(tree).imports  # alias -> what it is bound to: `import os as _os`
     found = []
 
     def note(node, what):
         found.append(f"line {getattr(node, 'lineno', '?')}: {what}")
+
+    def real(name: str) -> str:
+        return imports.get(name, name)
 
     for node in ast.walk(tree):
         targets = []
@@ -83,8 +98,17 @@ def scan(source: str, modules: set[str]) -> list[str]:
                 note(node, f"uses {ast.unparse(node)}")
             elif node.attr == "modules" and _root(node) == "sys":
                 note(node, "uses sys.modules")
-            elif isinstance(node.value, ast.Name) and (node.value.id, node.attr) in _FORBIDDEN_CALLS:
+            elif isinstance(node.value, ast.Name) and (real(node.value.id), node.attr) in _FORBIDDEN_CALLS:
                 note(node, f"uses {node.value.id}.{node.attr}")
+            elif node.attr in _INSTRUCTOR_NAMES or (
+                    _root(node) in modules and node.attr.endswith(_REFERENCE_SUFFIXES[:2])
+                    or node.attr.startswith(_REFERENCE_SUFFIXES[2])):
+                note(node, f"reads the instructor's answers ({ast.unparse(node)})")
+            elif node.attr == "course" and _root(node) == "mlpar":
+                note(node, "uses mlpar.course (the grader and the instructor's notebooks)")
+            elif (node.attr in {"system", "getoutput"} and isinstance(node.value, ast.Call)
+                  and isinstance(node.value.func, ast.Name) and node.value.func.id == "get_ipython"):
+                note(node, "runs a shell command (! or get_ipython().system)")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             name = node.func.id
             if name in {"setattr", "delattr"} and node.args:
@@ -93,6 +117,20 @@ def scan(source: str, modules: set[str]) -> list[str]:
                     note(node, f"calls {name} on {ast.unparse(first)}")
             elif name in {"exit", "quit"}:
                 note(node, f"calls {name}()")
+            elif tuple(real(name).rsplit(".", 1)) in _FORBIDDEN_CALLS:
+                note(node, f"calls {real(name)}")
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "run_cell_magic" and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in {"bash", "sh", "script", "system", "perl", "ruby"}):
+            note(node, f"runs a shell cell (%%{node.args[0].value})")
+        if isinstance(node, ast.Name) and node.id in _INSTRUCTOR_NAMES:
+            note(node, f"reads the instructor's notebooks ({node.id})")
+        if (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mlpar.course")) or (
+                isinstance(node, ast.Import) and any(a.name.startswith("mlpar.course") for a in node.names)):
+            note(node, "imports mlpar.course (the grader and the instructor's notebooks)")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and ".ipynb" in node.value:
+            note(node, "names a notebook file (the instructor's answers are not to be read)")
     return sorted(set(found), key=lambda s: (int(s.split()[1].rstrip(":")) if s.split()[1][0].isdigit()
                                              else 0, s))
 
@@ -144,7 +182,9 @@ class Snapshot:
                 new = now.get(attr, _MISSING)
                 if new is old or (attr.startswith("__") and attr.endswith("__")):
                     continue
-                if _watched(name, old, new):
+                if _checks_own_data(name, old, new):
+                    setattr(module, attr, old)  # a check's own log or cache (it rebinds it itself)
+                elif _watched(name, old, new):
                     changed.append(f"{name}.{attr} {'deleted' if new is _MISSING else 'replaced'}")
                     setattr(module, attr, old)
         for function, label, parts in self.functions.values():
@@ -167,6 +207,13 @@ class Snapshot:
                 else:
                     delattr(cls, key)
         return changed
+
+
+def _checks_own_data(module: str, old, new) -> bool:
+    """Data (no function, class or module) of a check module: put back without a finding."""
+    if not module.startswith("mlpar.exercises") or new is _MISSING:
+        return False
+    return not any(callable(v) or isinstance(v, (type, types.ModuleType)) for v in (old, new))
 
 
 def _watched(module: str, old, new) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mlpar.course.grading import integrity
+from mlpar.course.grading.checker import observing
 from mlpar.course.grading.plan import (
     LessonPlan,
     bindings,
@@ -158,7 +159,7 @@ def rebuild(plan: LessonPlan, notebook: dict, seed: int, instructor_cells: list 
         if i in plan.check_cells:
             for e in [e for e in plan.exercises if e.check_cell == i]:
                 cell = {"kind": "check", "exercise": e.name, "module": e.module, "check": e.check,
-                        "argument": e.function}
+                        "argument": e.function, "observing": observing(e.module, e.check)}
                 if e.solution not in chosen:
                     cell["missing"] = (f"no solution: no cell of the notebook defines "
                                        f"`{e.function}`; the exercise counts as not done")

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import io
 import json
 import os
 import sys
 import time
-import traceback
 
 
 def _first_line(text: str, limit: int = 300) -> str:
@@ -84,6 +82,59 @@ def step_limit(seconds: float | None):
         signal.signal(signal.SIGALRM, previous)
 
 
+def serve(calls: dict, name: str, function, step, flags: list, detail: list) -> bool:
+    """Answer the checker's calls of ``function`` for the check ``name``, as plain data.
+
+    Returns False when the checker hands the check back (it passes something that is not
+    plain data): the runner then judges it here, as an observing check.
+    """
+    from mlpar.course.grading import plain
+
+    requests, answers = calls["requests"], calls["answers"]
+    plain.send(answers, {"serve": name, "flags": flags, "detail": detail})
+    while True:
+        try:
+            message = plain.receive(requests)
+        except plain.ChannelClosed:
+            return True
+        if message.get("end"):
+            return True
+        if message.get("in_process"):
+            return False
+        seq = message.get("seq")
+        try:
+            args, kwargs = (plain.decode(part) for part in message["call"])
+        except (KeyError, ValueError, TypeError):
+            plain.send(answers, {"seq": seq, "refused": "the grader sent a call it cannot read"})
+            continue
+        try:
+            with step_limit(step):
+                result = function(*args, **kwargs)
+        except StepTimeout as exc:
+            plain.send(answers, {"seq": seq, "raise": ["StepTimeout", str(exc)]})
+            continue
+        except BaseException as exc:  # noqa: BLE001  (reported to the check as the function's error)
+            plain.send(answers, {"seq": seq, "raise": [type(exc).__name__, str(exc)]})
+            continue
+        try:
+            reply = {"seq": seq, "return": plain.encode(result, strict=False),
+                     "args": plain.encode(args, strict=False)}
+            plain.send(answers, reply)
+        except plain.NotPlain as exc:
+            plain.send(answers, {"seq": seq, "refused": f"your function returned {exc}; return numbers, "
+                                 "lists or numpy arrays"})
+        except (RecursionError, ValueError, OverflowError) as exc:
+            plain.send(answers, {"seq": seq, "refused": f"your function returned something that cannot be "
+                                 f"sent as data ({type(exc).__name__})"})
+
+
+def serve_error(calls: dict, name: str, message: str, flags: list, detail: list) -> None:
+    """Tell the checker this value check cannot run (no solution, a timeout, …): it reports it."""
+    from mlpar.course.grading import plain
+
+    plain.send(calls["answers"], {"serve": name, "error": message, "flags": flags, "detail": detail})
+
+
 def _run_cell(shell, source: str):
     """Run a cell like a kernel; return the exception it raised or None."""
     result = shell.run_cell(source, store_history=False, silent=False)
@@ -102,6 +153,7 @@ def run(job: dict, report: Report) -> None:
                 broken[cell["exercise"]] = (f"error: the official check {cell['module']}.{cell['check']} "
                                             f"cannot be loaded ({type(exc).__name__}: {_first_line(exc)}); "
                                             "the course's notebook and its mlpar disagree")
+    from mlpar.course.grading.checker import judge
     from mlpar.course.grading.integrity import Snapshot, check_altered
 
     shell = _shell()
@@ -110,6 +162,7 @@ def run(job: dict, report: Report) -> None:
     solution_errors: dict[str, str] = {}
     timed_out: set[str] = set()
     step = job.get("step_timeout")
+    calls = job.get("channel")  # {"requests": fd, "answers": fd}: value checks run in the checker
     started = time.perf_counter()
     for cell in job["cells"]:
         kind = cell["kind"]
@@ -137,6 +190,7 @@ def run(job: dict, report: Report) -> None:
                        memory=_memory_error(error))
             continue
         name = cell["exercise"]
+        value_check = calls is not None and not cell.get("observing")
         report(event="start", exercise=name, stage="check")
         if snapshot is None:
             snapshot = Snapshot()
@@ -160,25 +214,20 @@ def run(job: dict, report: Report) -> None:
             message = solution_errors.get(name) or (
                 f"`{cell['argument']}` is not defined after your solution cell ran"
                 + (f"; {cell_errors[-1]}" if cell_errors else ""))
+        elif value_check and serve(calls, name, shell.user_ns[cell["argument"]], step, flags, detail):
+            continue  # judged by the checker, in its own process
         else:
-            out = io.StringIO()
-            try:
-                with contextlib.redirect_stdout(out), step_limit(step):
-                    checks[name](shell.user_ns[cell["argument"]])
-                passed = True
-            except StepTimeout as exc:
-                message = f"timeout: your function, called by the check, {exc}"
-                flags.append("timeout")
-            except AssertionError as exc:
-                message = _first_line(exc) or "the check failed"
-                if _memory_error(exc):
-                    flags.append("memory")
-            except MemoryError:
-                message = f"memory: ran past the {job['memory_mb']} MB address-space limit (MemoryError)"
-                flags.append("memory")
-            except BaseException as exc:  # noqa: BLE001  (sys.exit in a student function, a check bug)
-                message = f"the check stopped with {type(exc).__name__}: {_first_line(exc)}"
-                detail.append("".join(traceback.format_exception_only(type(exc), exc)).strip())
+            value_check = False  # handed back by the checker: judged here
+            # the module's attribute, just restored by the snapshot, not the runner's own dict
+            # (a solution can reach the runner's locals through its frames: inspect.stack())
+            check = getattr(sys.modules[cell["module"]], cell["check"], None)
+            if check is not checks[name]:
+                flags.append("tampering")
+                detail.append("the grader's copy of the check was replaced at run time")
+            passed, message, more, found = judge(check, shell.user_ns[cell["argument"]], step,
+                                                 job["memory_mb"])
+            flags += more
+            detail += found
             during = snapshot.restore()  # what the student's function changed while it was checked
             if during:
                 passed = False
@@ -188,8 +237,11 @@ def run(job: dict, report: Report) -> None:
                 detail += [f"restored after the check: {c}" for c in during]
         if not passed and "memory" in flags and not message.startswith("memory"):
             message = f"memory: ran past the {job['memory_mb']} MB address-space limit; {message}"
+        if value_check:
+            serve_error(calls, name, message, flags, detail)  # the checker writes this row
+            continue
         report(event="check", exercise=name, passed=passed, message=message, flags=flags,
-               detail=detail, seconds=round(time.perf_counter() - t0, 3))
+               detail=detail, seconds=round(time.perf_counter() - t0, 3), observed=True)
     report(event="done", seconds=round(time.perf_counter() - started, 3), cell_errors=cell_errors)
 
 

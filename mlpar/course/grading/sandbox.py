@@ -241,7 +241,19 @@ def run_job(job: dict, *, timeout: float, memory_mb: int, python: str | None = N
     how, _ = isolation()
     token = uuid.uuid4().hex
     root = Path(tempfile.mkdtemp(prefix="mlpar-grade-"))  # the output log; the scratch without bwrap
-    read_fd, write_fd = channel.open_pipe()
+    value_checks = [c for c in job["cells"] if c["kind"] == "check" and not c.get("observing")]
+    # runner -> grader (events); checker -> runner (calls); runner -> checker (answers);
+    # checker -> grader (the value checks' verdicts)
+    pipes = [channel.open_pipe() for _ in range(4 if value_checks else 1)]
+    events_r, events_w = pipes[0]
+    ours = [events_r]  # read ends the grader keeps
+    theirs_runner, theirs_checker = [events_w], []
+    if value_checks:
+        (calls_r, calls_w), (answers_r, answers_w), (verdicts_r, verdicts_w) = pipes[1:]
+        ours.append(verdicts_r)
+        theirs_runner += [calls_r, answers_w]
+        theirs_checker += [calls_w, answers_r, verdicts_w]
+        job = dict(job, channel={"requests": calls_r, "answers": answers_w})
     if how == "bwrap":
         scratch = _INSIDE
     else:
@@ -254,20 +266,26 @@ def run_job(job: dict, *, timeout: float, memory_mb: int, python: str | None = N
                NUMBA_CACHE_DIR=f"{scratch}/.numba", **{TOKEN_VARIABLE: token})
     job = dict(job, memory_mb=memory_mb, step_timeout=timeout * STEP_SHARE)
     outcome = Outcome(isolation=how)
-    python_command = [python or sys.executable, "-I", "-B", "-m", "mlpar.course.grading.runner",
-                      str(write_fd), str(memory_mb * 2**20), str(FILE_LIMIT_BYTES), str(process_limit())]
+    python = python or sys.executable
+    python_command = [python, "-I", "-B", "-m", "mlpar.course.grading.runner",
+                      str(events_w), str(memory_mb * 2**20), str(FILE_LIMIT_BYTES), str(process_limit())]
     command = _bwrap_command(isolation()[1], python_command) if how == "bwrap" else python_command
     log = open(root / "output.txt", "w+b")  # noqa: SIM115  (closed in finally)
-    reader = None
+    readers: list[channel.Reader] = []
+    checker = None
     started = time.monotonic()
     try:
+        if value_checks:
+            checker = _start_checker(python, job, value_checks, theirs_checker, timeout, memory_mb, root)
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                                 cwd=scratch if how != "bwrap" else "/", env=env,
-                                start_new_session=True, close_fds=True, pass_fds=(write_fd,))
+                                start_new_session=True, close_fds=True, pass_fds=tuple(theirs_runner))
         proc.mlpar_bwrap = how == "bwrap"
-        os.close(write_fd)  # only the runner (and what it starts) holds the write end now
-        write_fd = -1
-        reader = channel.Reader(read_fd)
+        for fd in theirs_runner + theirs_checker:  # only the two processes hold these ends now
+            os.close(fd)
+        theirs_runner, theirs_checker = [], []
+        readers = [channel.Reader(fd) for fd in ours]
+        ours = []
         with _RUNNING_LOCK:
             _RUNNING[token] = proc
         try:
@@ -284,9 +302,16 @@ def run_job(job: dict, *, timeout: float, memory_mb: int, python: str | None = N
             outcome.returncode = proc.wait()
         if how == "bwrap" and outcome.returncode is not None and outcome.returncode > 128:
             outcome.returncode = 128 - outcome.returncode  # bwrap exits 128 + N for a signal N
+        if checker is not None:  # it ends when the runner's pipe closes, or is ended now
+            try:
+                checker.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                checker.kill()
+                checker.wait()
         outcome.seconds = time.monotonic() - started
-        reader.close(wait=1.0)
-        outcome.events, outcome.bad_lines = channel.events(reader.lines())
+        for reader in readers:
+            reader.close(wait=1.0)
+        outcome.events, outcome.bad_lines = _merge(readers, value_checks)
         log.seek(0, os.SEEK_END)
         size = log.tell()
         log.seek(max(0, size - _OUTPUT_TAIL))
@@ -294,13 +319,79 @@ def run_job(job: dict, *, timeout: float, memory_mb: int, python: str | None = N
     finally:
         with _RUNNING_LOCK:
             _RUNNING.pop(token, None)
-        if write_fd >= 0:
-            os.close(write_fd)
-        if reader is None:
-            os.close(read_fd)
+        if checker is not None and checker.poll() is None:
+            checker.kill()
+            checker.wait()
+        for fd in ours + theirs_runner + theirs_checker:
+            os.close(fd)
+        for reader in readers:
+            if not reader.closed:
+                reader.close(wait=0)
         log.close()
         _remove(root)
     return outcome
+
+
+def _start_checker(python: str, job: dict, value_checks: list, fds: list, timeout: float,
+                   memory_mb: int, root: Path) -> subprocess.Popen:
+    """The process that judges the value checks (no student code runs in it; not sandboxed)."""
+    env = {k: os.environ[k] for k in _PASSED_ON if k in os.environ}
+    env.update(HOME=str(root), TMPDIR=str(root), MPLBACKEND="Agg", MPLCONFIGDIR=str(root),
+               PYTHONDONTWRITEBYTECODE="1")
+    checker = subprocess.Popen([python, "-I", "-B", "-m", "mlpar.course.grading.checker", *map(str, fds)],
+                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               cwd=root, env=env, start_new_session=True, close_fds=True,
+                               pass_fds=tuple(fds))
+    checks = [{k: c[k] for k in ("exercise", "module", "check", "argument")} for c in value_checks]
+    try:
+        checker.stdin.write(json.dumps({"seed": job["seed"], "checks": checks, "timeout": timeout,
+                                        "step_timeout": timeout * STEP_SHARE,
+                                        "memory_mb": memory_mb}).encode())
+        checker.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass
+    return checker
+
+
+def _merge(readers: list, value_checks: list) -> tuple[list[dict], int]:
+    """The runner's events, in order, where the verdict of each value check is the checker's.
+
+    A ``check`` event on the runner's pipe for a value check is not believed (the student's code
+    can write there); it counts only if the checker handed that check back to the runner.
+    Returns the events and how many lines were not believed.
+    """
+    runner, bad = channel.events(readers[0].lines())
+    verdicts, bad_verdicts = channel.events(readers[1].lines()) if len(readers) > 1 else ([], 0)
+    value = {c["exercise"] for c in value_checks}
+    queue: dict[str, list[dict]] = {}
+    for e in verdicts:
+        if e["event"] in ("check", "handed_over"):
+            queue.setdefault(e["exercise"], []).append(e)
+    # Each start of a check is answered once: by the checker's verdict (a value check), or by
+    # the first check event the runner writes after it (an observing check, or one handed
+    # back). Check events anywhere else (written by a solution cell, repeated) are not believed.
+    merged, waiting = [], None
+    for e in runner:
+        if e["event"] == "start":
+            waiting = None
+            merged.append(e)
+            if e["stage"] != "check":
+                continue
+            answer = queue.get(e["exercise"], []).pop(0) if e["exercise"] in value and queue.get(
+                e["exercise"]) else None
+            if answer is not None and answer["event"] == "check":
+                merged.append(answer)
+            elif e["exercise"] not in value or answer is not None:  # observing, or handed back
+                waiting = e["exercise"]
+        elif e["event"] == "check":
+            if e["exercise"] == waiting:
+                merged.append(e)
+                waiting = None
+            else:
+                bad += 1
+        else:
+            merged.append(e)
+    return merged, bad + bad_verdicts
 
 
 def _remove(root: Path) -> None:

@@ -151,7 +151,10 @@ def find(folder: Path, lessons: list[str]) -> list[Submission]:
             sub = Submission(path, student_of(relative))
             shown = identity.decoded(str(relative))
             if entry.is_dir(follow_symlinks=False):
-                if depth < MAX_DEPTH:
+                if is_notebook_name(entry.name):  # a folder where a notebook should be
+                    sub.error = f"{shown}: a folder named like a notebook, not a notebook"
+                    found.append(sub)
+                elif depth < MAX_DEPTH:
                     walk(path, depth + 1)
                 else:
                     sub.error = f"{shown}: a folder nested deeper than {MAX_DEPTH} levels was not searched"

@@ -1,0 +1,402 @@
+"""A hostile class (issue 32), graded once; every row asserted, canaries checked.
+
+Files that used to stop the grader (folders, links, FIFOs, devices, deep or malformed JSON,
+undecodable and over-long names), students who reached other students' grades or the
+instructor's files (escaped processes, shell escapes, writes outside the scratch folder),
+answers that won points they had not earned (frames, patched comparisons, ``int`` subclasses,
+forged events), honest answers that lost them (a lambda, ``%%time``, a fix below the official
+cell, ``.IPYNB``, an NFD name with a trailing space), and names that attack a spreadsheet or a
+terminal. After grading: nothing of the class runs any more, nothing is left in TMPDIR, and
+the canaries outside the scratch folders are as they were.
+
+The fast class is graded in the bubblewrap sandbox where it works, else without it (the
+cases that would then really write outside or escape are left out: they are the sandbox's
+job). ``MLPAR_SLOW_TESTS=1`` grades the same class as root and as an unprivileged user, with
+and without the sandbox.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from mlpar.course.grading import report, sandbox
+from mlpar.course.grading.identity import file_stem
+from mlpar.course.student_edition import build
+
+LESSON = "00_index"
+EXERCISES = ["parallel_sum_of_squares", "usable_threads", "one_blas_thread", "predict_seconds"]
+FUNCTION = {"parallel_sum_of_squares": "parallel_sum_of_squares", "usable_threads": "usable_threads",
+            "one_blas_thread": "matmul_one_blas_thread", "predict_seconds": "predict_seconds"}
+SEED = 515151
+TIMEOUT = 24
+
+SUM = '''\
+def parallel_sum_of_squares(x, executor, n_chunks):
+    futures = [executor.submit(lambda part: float(np.dot(part, part)), part)
+               for part in np.array_split(x, n_chunks)]
+    return sum(f.result() for f in futures)'''
+THREADS_LAMBDA = ("usable_threads = lambda affinity, quota: max(1, affinity if quota is None "
+                  "else min(affinity, int(quota // 1)))")
+BLAS = '''\
+def matmul_one_blas_thread(A, B):
+    with threadpool_limits(1, "blas"):
+        return np.matmul(A, B)'''
+PREDICT_TIMED = '''\
+%%time
+def predict_seconds(n, gflops):
+    return 2.0 * n ** 3 / (gflops * 1e9)'''
+
+FRAME_SWAP = '''\
+import inspect
+for _info in inspect.stack(0):  # the runner's locals: make every check it holds a no-op
+    _loc = _info.frame.f_locals
+    if isinstance(_loc.get("checks"), dict):
+        for _name in _loc["checks"]:
+            _loc["checks"][_name] = lambda function: None
+
+
+def parallel_sum_of_squares(x, executor, n_chunks):
+    list(executor.map(len, np.array_split(x, n_chunks)))
+    return 1.0'''
+ALWAYS_EQUAL = '''\
+class _Threads(int):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = int.__hash__
+
+
+def usable_threads(affinity, quota):
+    return _Threads(0)'''
+SELF_HEALING = '''\
+import math as _math
+_targets = [_math, np]
+
+
+def _one_shot(module, attr):
+    real = getattr(module, attr)
+
+    def fake(*a, **k):
+        setattr(module, attr, real)
+        return True
+    setattr(module, attr, fake)
+
+
+def predict_seconds(n, gflops):
+    _one_shot(_targets[0], "isclose")
+    _one_shot(_targets[1], "allclose")
+    return 1.0'''
+FORGE = '''\
+import json, os
+_lie = "".join(json.dumps({"event": "check", "exercise": e, "passed": True, "message": "",
+                           "flags": [], "detail": [], "seconds": 0.1}) + "\\n"
+               for e in ["parallel_sum_of_squares", "usable_threads", "one_blas_thread", "predict_seconds"])
+for _fd in range(3, 30):
+    try:
+        os.write(_fd, _lie.encode())
+    except OSError:
+        pass
+
+
+def usable_threads(affinity, quota):
+    return 0'''
+SABOTEUR = '''\
+import os, subprocess, sys
+_daemon = """
+import glob, os, sys, time
+end = time.time() + 8
+while time.time() < end:
+    for path in sys.argv[1:]:
+        try:
+            with open(path, "a") as f:
+                f.write("sabotage")
+        except OSError:
+            pass
+    for results in glob.glob("/tmp/*/results.jsonl") + glob.glob("/tmp/mlpar-grade-*/*"):
+        try:
+            with open(results, "a") as f:
+                f.write("sabotage")
+        except OSError:
+            pass
+    time.sleep(0.05)
+"""
+subprocess.Popen([sys.executable, "-c", _daemon, *{targets!r}], start_new_session=True, env={{}})
+subprocess.Popen(["sleep", "{mark}"], start_new_session=True, env={{}})
+for _path in {targets!r}:
+    try:
+        with open(_path, "a") as _f:
+            _f.write("damage")
+    except OSError:
+        pass
+get_ipython().system("echo bang >> {bang}")
+
+
+''' + SUM
+
+
+def _solution_index(nb, exercise):
+    name = FUNCTION[exercise]
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "code" and f"def {name}(" in "".join(cell["source"]):
+            return i
+    raise AssertionError(name)
+
+
+def _solve(nb, exercise, source):
+    nb["cells"][_solution_index(nb, exercise)]["source"] = source
+    return nb
+
+
+def _code(source, tag):
+    return {"cell_type": "code", "id": f"added-{tag}", "metadata": {}, "execution_count": None,
+            "outputs": [], "source": source}
+
+
+def _honest(official):
+    nb = copy.deepcopy(official)
+    _solve(nb, "parallel_sum_of_squares", SUM)
+    _solve(nb, "usable_threads", THREADS_LAMBDA)
+    _solve(nb, "predict_seconds", PREDICT_TIMED)
+    # the official cell left as handed out, the fix in a cell added just below it (as Jupyter runs it)
+    nb["cells"].insert(_solution_index(nb, "one_blas_thread") + 1, _code(BLAS, "fix"))
+    return nb
+
+
+def make_class(official, folder, canaries, mark, sandboxed: bool) -> None:
+    """Write the class into ``folder`` (see the module)."""
+    def put(relative, content):
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else json.dumps(content).encode())
+
+    put("Zoe\u0308 /00_index.IPYNB", _honest(official))  # NFD, a trailing space, an upper-case suffix
+    put("victim/00_index.ipynb.json", _honest(official))
+    cheat = copy.deepcopy(official)
+    _solve(cheat, "parallel_sum_of_squares", FRAME_SWAP)
+    _solve(cheat, "usable_threads", ALWAYS_EQUAL)
+    _solve(cheat, "predict_seconds", SELF_HEALING)
+    cheat["cells"].append(_code("x = " + "-" * 100_000 + "1", "deep"))  # an added cell too deep to parse
+    put("cheat/00_index.ipynb", cheat)
+    put("forger/00_index.ipynb", _solve(copy.deepcopy(official), "usable_threads", FORGE))
+    if sandboxed:  # without the sandbox these would really write outside and stay running
+        put("saboteur/00_index.ipynb", _solve(_honest(official), "parallel_sum_of_squares", SABOTEUR.format(
+            targets=[str(c) for c in canaries], mark=mark, bang=canaries[0])))
+
+    # files that used to stop the grader: each is one error row now
+    (folder / "folder" / "00_index.ipynb").mkdir(parents=True)
+    (folder / "dangling").mkdir()
+    os.symlink(folder / "nowhere.ipynb", folder / "dangling" / "00_index.ipynb")
+    (folder / "fifo").mkdir()
+    os.mkfifo(folder / "fifo" / "00_index.ipynb")
+    (folder / "zero").mkdir()
+    os.symlink("/dev/zero", folder / "zero" / "00_index.ipynb")
+    deep = b"[" * 100_000 + b"]" * 100_000
+    put("deep/00_index.ipynb", b'{"nbformat": 4, "metadata": ' + deep + b', "cells": []}')
+    put("metalist/00_index.ipynb", dict(official, metadata=[]))
+    bad = copy.deepcopy(official)
+    bad["cells"][0]["source"] = [["x"]]
+    put("nested/00_index.ipynb", bad)
+    bad = copy.deepcopy(official)
+    bad["cells"][0]["id"] = ["x"]
+    put("listid/00_index.ipynb", bad)
+    put(os.fsdecode(b"M\xfcller") + "/00_index.ipynb", b"")          # a Windows zip's Latin-1 name
+    put("n" * 255 + "/00_index.ipynb", b"")                          # a 255-byte name, with --feedback
+    put("=2+5/00_index.ipynb", b"")                                  # spreadsheet formulas
+    put("+2+5/00_index.ipynb", b"")
+    put("\x1b]0;PWNED\x07\x1b[2Jansi/00_index.ipynb", b"")           # terminal escapes
+    put("mallory_123_456_alice_00_index.ipynb", b"")                 # Canvas: mallory, not alice
+    put("pdf/report.pdf", b"%PDF-1.4")
+    put("__MACOSX/._00_index.ipynb", b"\x00")                        # skipped: not a submission
+
+
+PASS, FAIL = 1, 0
+# student -> per exercise: (passed, flags that must be there, words the message must contain)
+GRADED = {
+    "Zoë": [(PASS, set(), "")] * 4,
+    "victim": [(PASS, set(), "")] * 4,
+    "cheat": [(FAIL, {"tampering", "extra_cells"}, "expected"),
+              (FAIL, {"tampering", "extra_cells"}, "returned 0, expected"),
+              (FAIL, {"tampering", "extra_cells"}, "not done yet"),
+              (FAIL, {"tampering", "extra_cells"}, "got 1, expected")],
+    "saboteur": [(PASS, {"tampering"}, "")] * 4,
+}
+ERRORS = {  # student -> words of its one error row
+    "folder": "a folder named like a notebook", "dangling": "symbolic link", "fifo": "not a regular file",
+    "zero": "symbolic link", "deep": "nested too deeply", "metalist": "metadata is not a mapping",
+    "nested": "source is not text", "listid": "id is not a short string", "Müller": "the file is empty",
+    "n" * 199 + "…": "the file is empty",  # the name as the CSV keeps it: 200 characters at most
+    "=2+5": "the file is empty", "+2+5": "the file is empty",
+    "?]0;PWNED??[2Jansi": "the file is empty", "mallory (123)": "the file is empty",
+    "pdf": "not a notebook (only .ipynb files are graded)",
+}
+
+
+def _marked(mark: str) -> list[int]:
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if proc.info["status"] != psutil.STATUS_ZOMBIE and mark in " ".join(proc.info["cmdline"] or []):
+            found.append(proc.pid)
+    return found
+
+
+def _tokened() -> set[int]:
+    found = set()
+    for proc in psutil.process_iter():
+        try:
+            if sandbox.TOKEN_VARIABLE in proc.environ() and proc.status() != psutil.STATUS_ZOMBIE:
+                found.add(proc.pid)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def grade_class(root, official, *, sandboxed: bool, as_user: int | None = None):
+    """Build and grade the class under ``root``; return (rows, echo, canaries, mark, tmpdir)."""
+    folder, tmpdir = root / "submissions", root / "tmp"
+    tmpdir.mkdir()
+    home_canary = os.path.expanduser(f"~/.mlpar-hostile-canary-{os.getpid()}")
+    canaries = [root / "canary.txt", home_canary]
+    (root / "canary.txt").write_text("canary")
+    mark = f"301.{os.getpid()}{time.monotonic_ns() % 10**6}"
+    make_class(official, folder, canaries, mark, sandboxed)
+    out = root / "out" / "grades.csv"
+    out.parent.mkdir()
+    command = [sys.executable, "-m", "mlpar.course", "grade", str(folder), "--out", str(out),
+               "--jobs", "2", "--seed", str(SEED), "--timeout", str(TIMEOUT), "--memory", "3072",
+               "--feedback", str(root / "out" / "feedback")]
+    env = dict(os.environ, TMPDIR=str(tmpdir),
+               **{sandbox.SANDBOX_VARIABLE: "bwrap" if sandboxed else "none"})
+    if as_user is not None:
+        for path in [root, folder, tmpdir, out.parent]:
+            os.chmod(path, 0o777)
+        command = ["setpriv", f"--reuid={as_user}", f"--regid={as_user}", "--clear-groups", *command]
+        env["HOME"] = str(tmpdir)
+    before = _tokened()
+    done = subprocess.run(command, capture_output=True, env=env, timeout=600, cwd=root)
+    echo = done.stdout.decode("utf-8", "replace")
+    assert done.returncode == 0, echo + done.stderr.decode("utf-8", "replace")
+    # nothing of the class runs once the grader has returned (no waiting: issue 36)
+    assert _tokened() - before == set() and _marked(mark) == []
+    rows = report.read_rows(out)
+    with open(out, newline="", encoding="utf-8") as f:
+        raw = list(csv.reader(f))
+    return rows, raw, echo, canaries, tmpdir, root / "out"
+
+
+@pytest.fixture(scope="module")
+def official(tmp_path_factory):
+    edition = tmp_path_factory.mktemp("edition")
+    build(edition)
+    return json.loads((edition / f"{LESSON}.ipynb").read_text())
+
+
+def _check(rows, raw, echo, canaries, tmpdir, out, sandboxed):
+    by_student: dict[str, list[dict]] = {}
+    for row in rows:
+        by_student.setdefault(row["student"], []).append(row)
+    expected = {k: v for k, v in GRADED.items() if sandboxed or k != "saboteur"}
+    assert set(by_student) == set(expected) | set(ERRORS) | {"forger"}
+    for student, cases in expected.items():
+        mine = by_student[student]
+        assert [r["exercise"] for r in mine] == EXERCISES, student
+        for row, (passed, flags, words) in zip(mine, cases):
+            where = f"{student}/{row['exercise']}: {row}"
+            assert int(row["passed"]) == passed, where
+            assert flags <= set(filter(None, row["flags"].split(";"))), where
+            assert words in row["message"], where
+    # the forged events are not believed: no point, whatever else the flags say
+    assert [int(r["passed"]) for r in by_student["forger"]] == [0, 0, 0, 0]
+    for student, words in ERRORS.items():
+        (row,) = by_student[student]
+        assert row["exercise"] == "" and row["flags"] == "error" and words in row["message"], row
+    # spreadsheet formulas neutralised, and read back exactly
+    fields = [f for line in raw[1:] for f in line]
+    assert not any(f.startswith(("=", "+", "-", "@")) for f in fields)
+    assert "'=2+5" in fields and "'+2+5" in fields
+    # no control character reaches the CSV or the terminal
+    assert not any(c in "".join(fields) + echo for c in "\x1b\x07")
+    # one feedback file per student, none shared, none too long
+    feedback = sorted(os.listdir(out / "feedback"))
+    assert len(feedback) == len(by_student) and all(len(name.encode()) < 100 for name in feedback)
+    assert f"{file_stem('Zoë')}.md" in feedback
+    # nothing left in TMPDIR; nothing outside the scratch folders written
+    assert os.listdir(tmpdir) == [] or all(n.startswith(".") for n in os.listdir(tmpdir))
+    if sandboxed:
+        assert canaries[0].read_text() == "canary" and not os.path.exists(canaries[1])
+        assert "isolation: bubblewrap sandbox" in echo
+    else:
+        assert "NOT sandboxed" in echo
+
+
+def test_the_hostile_class(official, tmp_path, monkeypatch):
+    try:
+        monkeypatch.setenv(sandbox.SANDBOX_VARIABLE, "bwrap")
+        sandboxed = sandbox.isolation()[0] == "bwrap"
+    except sandbox.SandboxUnavailable:
+        sandboxed = False
+    _check(*grade_class(tmp_path, official, sandboxed=sandboxed), sandboxed)
+
+
+def test_resume_survives_a_cut_row_and_a_garbage_row(tmp_path):
+    out = tmp_path / "grades.csv"
+    book = report.GradeBook(out)
+    sha = "a" * 64
+    book.add([{"student": "=ann", "lesson": LESSON, "exercise": e, "passed": 1, "message": "-x",
+               "flags": "", "seconds": "0.10", "sha256": sha, "file": "f.ipynb"} for e in EXERCISES])
+    book.add([{"student": "bob", "lesson": LESSON, "exercise": e, "passed": 1, "message": "",
+               "flags": "", "seconds": "0.10", "sha256": "b" * 64, "file": "f.ipynb"} for e in EXERCISES])
+    text = out.read_bytes()
+    out.write_bytes(text[: len(text) - 40] + b"\nnot,a,row\n" + text[len(text) - 40: len(text) - 20])  # cut
+    again = report.GradeBook(out, resume=True)
+    assert ("=ann", sha) in again.done({LESSON: 4})  # whole, and its name read back exactly
+    assert ("bob", "b" * 64) not in again.done({LESSON: 4})  # its last row was cut: graded again
+    again.add([{"student": "bob", "lesson": LESSON, "exercise": e, "passed": 0, "message": "",
+                "flags": "", "seconds": "0.10", "sha256": "b" * 64, "file": "f.ipynb"} for e in EXERCISES])
+    rows = report.read_rows(out)
+    assert report.points(rows)["bob"][LESSON] == (0, 4) and report.points(rows)["=ann"][LESSON] == (4, 4)
+    summary = tmp_path / "summary.csv"
+    report.write_summary(rows, summary)
+    assert "'=ann" in summary.read_text()
+
+
+def _unprivileged_ok() -> str | None:
+    if os.getuid() != 0:
+        return "needs root to switch to an unprivileged user"
+    if not shutil.which("setpriv"):
+        return "setpriv is not installed"
+    probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+                            "-c", "import mlpar.course.grading"], capture_output=True)
+    return None if probe.returncode == 0 else "the course's Python cannot be run by an unprivileged user"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("user", ["root", "nobody"])
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["bwrap", "no-sandbox"])
+def test_the_hostile_class_as_each_user_with_and_without_the_sandbox(official, tmp_path, user, sandboxed,
+                                                                      monkeypatch):
+    if not os.environ.get("MLPAR_SLOW_TESTS"):
+        pytest.skip("set MLPAR_SLOW_TESTS=1")
+    if user == "nobody" and _unprivileged_ok():
+        pytest.skip(_unprivileged_ok())
+    if sandboxed:
+        monkeypatch.setenv(sandbox.SANDBOX_VARIABLE, "bwrap")
+        try:
+            sandbox.isolation()
+        except sandbox.SandboxUnavailable as exc:
+            pytest.skip(str(exc))
+    os.chmod(tmp_path, 0o777)
+    _check(*grade_class(tmp_path, official, sandboxed=sandboxed, as_user=65534 if user == "nobody" else None),
+           sandboxed)
