@@ -107,15 +107,20 @@ def plot_offload_roofline(
     marks: Sequence[tuple[str, float]] = (),
     source: str = "",
     ax=None,
+    device_gbps: float | None = None,
 ):
     """The host's roofline, plus the roof that the host–device link puts on any offloaded
     computation: ``min(P_gpu, W_link × I)`` with I in flop per byte *sent*.
 
+    ``device_gbps`` (measured device-memory bandwidth) adds the device's own roofline,
+    ``min(P_gpu, W_device × I)`` with I in flop per byte of device memory: a kernel point placed
+    at its device-memory intensity belongs under that roof, not under the link's.
+
     ``points`` are measured (name, flop/byte, GFLOP/s); ``marks`` are (name, flop/byte) drawn
     as vertical lines where nothing was measured. ``source`` says where the GPU's figures come
     from (measured on a device, or a data sheet) and goes into the legend. The dotted red line
-    is :func:`mlpar.gpu.backend.break_even_intensity`: to its left, the copy alone takes longer
-    than the host would need for the whole computation.
+    is :func:`mlpar.gpu.backend.break_even_intensity`: to its left, the copy plus the device's
+    time take longer than the host computing at its peak.
     """
     from mlpar.cpu import roofline  # imports numba: only after the backend choice
 
@@ -136,7 +141,11 @@ def plot_offload_roofline(
     ax.loglog(x, roofline.attainable(x, cpu_gflops, cpu_gbps), color="black", lw=2,
               label="host roofline (measured)")
     ax.loglog(x, np.minimum(gpu_gflops, link_gbps * x), color="tab:red", ls="--", lw=1.5,
-              label="offloaded: link roof, device peak" + (f"\n({source})" if source else ""))
+              label="offloaded: link roof, device rate" + (f"\n({source})" if source else ""))
+    if device_gbps is not None:
+        device_gbps = validation.positive("device_gbps", device_gbps)
+        ax.loglog(x, np.minimum(gpu_gflops, device_gbps * x), color="tab:green", ls="-", lw=1.5,
+                  label="device roofline (device memory, measured)")
     for name, intensity, gflops in points:
         ax.loglog([intensity], [gflops], "o", label=f"{name} (measured)")
     ax.set_xlim(x[0], x[-1])

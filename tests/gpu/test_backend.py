@@ -181,7 +181,8 @@ def test_pictures_draw_and_validate():
                                          marks=[("product", 1 / 12)], source="T4, published")
     labels = [line.get_label() for line in ax.get_lines()]
     assert "host roofline (measured)" in labels
-    assert "offloaded: link roof, device peak\n(T4, published)" in labels
+    assert "offloaded: link roof, device rate\n(T4, published)" in labels
+    assert "device roofline (device memory, measured)" not in labels
     assert any(t.get_text() == "product" for t in ax.texts)
     assert any("offload pays beyond" in t.get_text() for t in ax.texts)
     plt.close("all")
@@ -193,6 +194,17 @@ def test_pictures_draw_and_validate():
         gpu_plots.plot_offload_roofline(50, 10, -1, 100)
     with pytest.raises(ValueError, match="intensity of product"):
         gpu_plots.plot_offload_roofline(50, 10, 1, 100, marks=[("product", 0)])
+    # On a GPU the kernel points sit at device-memory intensity: the device's roofline is drawn.
+    ax = gpu_plots.plot_offload_roofline(50, 10, 25, 50_000, [("kernel", 1 / 12, 250.0)],
+                                         device_gbps=3000.0)
+    device = [line for line in ax.get_lines()
+              if line.get_label() == "device roofline (device memory, measured)"]
+    assert len(device) == 1
+    x, y = device[0].get_data()
+    assert np.allclose(y, np.minimum(50_000, 3000.0 * x))
+    plt.close("all")
+    with pytest.raises(ValueError, match="device_gbps"):
+        gpu_plots.plot_offload_roofline(50, 10, 1, 100, device_gbps=0)
 
 
 def test_published_figures_name_their_source():
