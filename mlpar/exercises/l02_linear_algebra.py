@@ -121,15 +121,30 @@ def _expect_no_walks(name: str, log: dict, what: str) -> None:
            "accesses, expected 0); use whole-array operations")
 
 
+def logistic_gradient_loop(X, y, w) -> np.ndarray:
+    """Σ_i (σ(x_iᵀ w) − y_i) x_i, the gradient of the logistic loss summed over samples
+    (labels y_i in {0, 1}, σ(t) = 1 / (1 + e^(−t))), one sample at a time: the reference."""
+    X, y, w = (np.asarray(v, dtype=float) for v in (X, y, w))
+    grad = np.zeros(X.shape[1])
+    for x_i, y_i in zip(X.tolist(), y.tolist(), strict=True):
+        t = sum(a * b for a, b in zip(x_i, w.tolist(), strict=True))
+        grad += (1.0 / (1.0 + np.exp(-t)) - y_i) * np.asarray(x_i)
+    return grad
+
+
 def check_gradient(func) -> None:
-    """``func(X, y, w)`` -> gradient of ½‖Xw − y‖², shape (d,), written with matrix operations."""
-    name = "Exercise 3 (gradient as matrix operations)"
+    """``func(X, y, w)`` -> the gradient of the summed logistic loss, shape (d,), written with
+    matrix operations. Section 6 derives the least-squares gradient; this one is not printed
+    anywhere before the exercise, so it has to be derived the same way."""
+    name = "Exercise 3 (logistic gradient as matrix operations)"
     call(name, func, np.ones((2, 2)), np.ones(2), np.ones(2))  # a placeholder: "not done yet"
     _no_python_loops(name, func, "gradient")
     for n, d, seed in [(50, 3, 0), (7, 11, 1), (1, 1, 2), (200, 5, 3)]:
-        X, y, _ = _vectorized.least_squares_data(n, d, seed=case_seed(seed))
-        w = np.random.default_rng(case_seed(seed + 100)).standard_normal(d)
-        expected = _vectorized.gradient_loop(X, y, w)
+        rng = np.random.default_rng(case_seed(seed))
+        X = rng.standard_normal((n, d))
+        y = (rng.random(n) < 0.5).astype(float)
+        w = rng.standard_normal(d)
+        expected = logistic_gradient_loop(X, y, w)
         Xr = structure.Recorder(X)
         got = call(name, func, Xr, structure.Recorder(y, Xr.log), structure.Recorder(w, Xr.log))
         _expect_no_walks(name, Xr.log, "gradient")
@@ -138,15 +153,24 @@ def check_gradient(func) -> None:
             raise AssertionError(f"{name}: got shape {got.shape}, expected ({d},); w and y are "
                                  "1-D vectors, so keep them 1-D (no [:, None] or .reshape)")
         if got.shape == (d,) and not np.allclose(got, expected, rtol=1e-8, atol=1e-10):
+            hint = ""
             if np.allclose(-got, expected, rtol=1e-8, atol=1e-10):
-                raise AssertionError(f"{name}: got minus the gradient (got {got[0]:.6g} at index "
-                                     f"0, expected {expected[0]:.6g}); the residual is X @ w - y")
-            if np.allclose(got * n, expected, rtol=1e-8, atol=1e-10) and n > 1:
-                raise AssertionError(f"{name}: got the gradient divided by n={n}; this lesson's "
-                                     "loss is ½‖Xw − y‖², a sum, not a mean")
+                hint = "minus the gradient; the residual is σ(Xw) − y"
+            elif n > 1 and np.allclose(got * n, expected, rtol=1e-8, atol=1e-10):
+                hint = (f"the gradient divided by n={n}; this exercise's loss is a sum over "
+                        "samples, not a mean")
+            elif np.allclose(got, X.T @ (X @ w - y), rtol=1e-8, atol=1e-10):
+                hint = ("the least-squares gradient of section 6; the logistic loss passes each "
+                        "x_iᵀw through σ(t) = 1 / (1 + e^(−t)) before subtracting y_i")
+            elif np.allclose(got, X.T @ (1.0 / (1.0 + np.exp(X @ w)) - y), rtol=1e-8,
+                             atol=1e-10):
+                hint = "σ(−Xw) instead of σ(Xw): σ(t) = 1 / (1 + e^(−t))"
+            if hint:
+                raise AssertionError(f"{name}: for X of shape {X.shape} got {got[0]:.6g} at "
+                                     f"index 0, expected {expected[0]:.6g}: that is {hint}")
         expect_close(name, got, expected, what=f"the gradient for X of shape {X.shape}",
                      rtol=1e-8, atol=1e-10)
-    passed(name, "no Python loop; Xᵀ(Xw − y) equals the per-sample loop")
+    passed(name, "no Python loop; Xᵀ(σ(Xw) − y) equals the per-sample loop")
 
 
 def check_squared_distances(func) -> None:

@@ -255,26 +255,33 @@ def test_wrong_blocked_matmul_is_rejected(wrong, message):
         ex.check_blocked_matmul(wrong)
 
 
-# --- Exercise 3: the gradient as matrix operations -------------------------------------------
+# --- Exercise 3: the logistic gradient as matrix operations ----------------------------------
 
 def gradient(X, y, w):
-    return X.T @ (X @ w - y)
+    return X.T @ (1.0 / (1.0 + np.exp(-(X @ w))) - y)
 
 
-def gradient_einsum(X, y, w):
-    residual = np.einsum("ij,j->i", X, w) - y
+def gradient_einsum(X, y, w):  # scipy's expit for σ, einsum for the products
+    from scipy.special import expit
+
+    residual = expit(np.einsum("ij,j->i", X, w)) - y
     return np.einsum("ij,i->j", X, residual)
+
+
+def gradient_tanh(X, y, w):  # σ(t) = (1 + tanh(t/2)) / 2, the residual weighted by rows
+    p = 0.5 * (1.0 + np.tanh(0.5 * (X @ w)))
+    return ((p - y)[:, None] * X).sum(axis=0)
 
 
 def gradient_loop_over_samples(X, y, w):
     g = np.zeros(X.shape[1])
     for i in range(X.shape[0]):
-        g += (X[i] @ w - y[i]) * X[i]
+        g += (1.0 / (1.0 + np.exp(-(X[i] @ w))) - y[i]) * X[i]
     return g
 
 
 def gradient_comprehension(X, y, w):
-    return sum([(x_i @ w - y_i) * x_i for x_i, y_i in zip(X, y)])
+    return sum([(1.0 / (1.0 + np.exp(-(x_i @ w))) - y_i) * x_i for x_i, y_i in zip(X, y)])
 
 
 def gradient_by_helper(X, y, w):  # no loop in its own source: the loop is in the helper
@@ -282,14 +289,18 @@ def gradient_by_helper(X, y, w):  # no loop in its own source: the loop is in th
 
 
 def gradient_apply_along_axis(X, y, w):
-    r = X @ w - y
+    r = 1.0 / (1.0 + np.exp(-(X @ w))) - y
     return np.apply_along_axis(lambda col: col @ r, 0, X)
 
 
-@pytest.mark.parametrize("solution", [gradient, gradient_einsum])
+@pytest.mark.parametrize("solution", [gradient, gradient_einsum, gradient_tanh])
 def test_correct_gradient_passes(solution, capsys):
     ex.check_gradient(solution)
     assert capsys.readouterr().out.startswith("✓ Exercise 3")
+
+
+def _sigmoid(t):
+    return 1.0 / (1.0 + np.exp(-t))
 
 
 @pytest.mark.parametrize("wrong, message", [
@@ -297,10 +308,12 @@ def test_correct_gradient_passes(solution, capsys):
     (gradient_comprehension, r"has 1 Python loop\(s\)"),
     (gradient_by_helper, r"walked over its inputs row by row .*expected 0"),
     (gradient_apply_along_axis, "calls apply_along_axis"),
-    (lambda X, y, w: X.T @ (y - X @ w), "minus the gradient"),
-    (lambda X, y, w: X.T @ (X @ w - y) / len(y), "divided by n"),
-    (lambda X, y, w: (X.T @ (X @ w - y))[:, None], "keep them 1-D"),
-    (lambda X, y, w: X.T @ (X @ w), r"differs from the reference"),
+    (lambda X, y, w: X.T @ (y - _sigmoid(X @ w)), "minus the gradient"),
+    (lambda X, y, w: X.T @ (_sigmoid(X @ w) - y) / len(y), "divided by n"),
+    (lambda X, y, w: X.T @ (X @ w - y), "the least-squares gradient of section 6"),
+    (lambda X, y, w: X.T @ (_sigmoid(-(X @ w)) - y), r"σ\(−Xw\) instead of σ\(Xw\)"),
+    (lambda X, y, w: (X.T @ (_sigmoid(X @ w) - y))[:, None], "keep them 1-D"),
+    (lambda X, y, w: X.T @ _sigmoid(X @ w), r"differs from the reference"),
     (lambda X, y, w: None, "is None"),
     (lambda X, y, w: np.full(X.shape[1], np.nan), "got nan"),
     (lambda X, y, w: w.shape[5], "raised IndexError"),
