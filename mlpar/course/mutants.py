@@ -26,7 +26,8 @@ The mutations (``KINDS``), each applied to one place in the solution's lines:
 Each lesson's mutants run in one worker process that imports the lesson's setup cells once and
 forks a child per mutant (a mutant that hangs is killed after ``--timeout`` seconds, with any
 process it started). ``--sample K`` draws K mutants per exercise (seeded by ``--seed``), the
-fast run ``make test`` does; ``make mutants`` runs them all.
+fast run ``make test`` does, together with every mutant of the kinds in ``ALWAYS``; ``make
+mutants`` runs them all.
 """
 
 from __future__ import annotations
@@ -695,14 +696,26 @@ def plan(lessons: list[str] | None = None, sample: int | None = None, seed: int 
     return out if sample is None else draw(out, sample, seed)
 
 
-def draw(lessons: list[dict], sample: int, seed: int = 0) -> list[dict]:
-    """A copy of ``lessons`` with ``sample`` mutants per exercise, drawn with ``seed``."""
+#: Mutations a sample always runs: the wrong answers §2 and §4 of issue 35 name (the work left
+#: on the caller, thread 0 or block 0 doing a kernel's work, the library's own function).
+ALWAYS = ("caller", "thread0", "block0", "library")
+
+
+def draw(lessons: list[dict], sample: int, seed: int = 0, always=ALWAYS) -> list[dict]:
+    """A copy of ``lessons`` with ``sample`` mutants per exercise drawn with ``seed``, plus
+    every mutant of the ``always`` kinds (but not library calls from a numba exercise: each
+    would compile a kernel, seconds apiece; the full run has them)."""
     out = []
     for lesson in lessons:
         rng = random.Random(f"{seed}:{lesson['lesson']}")
-        targets_ = [{**t, "mutants": (rng.sample(t["mutants"], sample)
-                                      if len(t["mutants"]) > sample else list(t["mutants"]))}
-                    for t in lesson["targets"]]
+        targets_ = []
+        for t in lesson["targets"]:
+            compiled = "jit" in t["reference"]
+            fixed = [m for m in t["mutants"] if m["kind"] in always
+                     and not (compiled and m["kind"] == "library")]
+            rest = [m for m in t["mutants"] if m not in fixed]
+            drawn = rng.sample(rest, sample) if len(rest) > sample else list(rest)
+            targets_.append({**t, "mutants": fixed + drawn})
         out.append({**lesson, "targets": targets_})
     return out
 

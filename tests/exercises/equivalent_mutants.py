@@ -7,5 +7,32 @@ tolerance a right answer needs). A test fails when an entry no longer names a mu
 current solution, so the list cannot go stale.
 """
 
+_ONE_D = "x is a 1-D array in every case the exercise allows, so shape[-1] is shape[0]"
+_EQUAL_SHARDS = "every shard has the same columns (the features), so any shard gives their number"
+
 EQUIVALENT: dict[tuple[str, str, str], str] = {
+    ("01", "axpy", "const: 0 -> (-1)"): _ONE_D,
+    ("01", "sum_two_accumulators", "const: 0 -> (-1)"): _ONE_D,
+    ("01", "chunked_sum", "const: 0 -> (-1)"): _ONE_D,
+    ("10", "axpy_kernel", "const: 0 -> (-1)"): _ONE_D,
+    ("10", "largest_tile", "const: 1024 -> (1025)"):
+        "(2t)^2 is a power of 4 (t doubles from 1): none lies between 1024 and 4095, so any "
+        "bound in [1024, 4096) stops the loop at the same t",
+    ("10", "largest_tile", "const: 1024 -> (2048)"):
+        "(2t)^2 is a power of 4 (t doubles from 1): none lies between 1024 and 4095, so any "
+        "bound in [1024, 4096) stops the loop at the same t",
+    ("06", "replay", "const: 0 -> (1)"): _EQUAL_SHARDS,
+    ("06", "replay", "const: 0 -> (-1)"): _EQUAL_SHARDS,
+    ("07", "mh_weights", "const: 1 -> (0) #6"):
+        "W is symmetric (W[i, j] = W[j, i] is set together), so its row sums are its column sums",
+    ("07", "ring_allreduce", "drop-term: (i - step) % n -> (i - step)"):
+        "i - step lies in (-n, n) and Python reads a negative index from the end of the list: "
+        "chunks[i][i - step] is chunks[i][(i - step) % n]",
+    ("07", "ring_allreduce", "drop-term: (i - step) % n -> (i - step) #2"):
+        "i - step lies in (-n, n) and Python reads a negative index from the end of the list: "
+        "chunks[i][i - step] is chunks[i][(i - step) % n]",
+    ("08", "convolve_tile", "const: 0 -> (1)"):
+        "the lesson's kernels are square (k x k, odd k), so kernel.shape[1] is kernel.shape[0]",
+    ("08", "convolve_tile", "const: 0 -> (-1)"):
+        "the lesson's kernels are square (k x k, odd k), so kernel.shape[-1] is kernel.shape[0]",
 }
