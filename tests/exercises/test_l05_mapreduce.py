@@ -130,6 +130,10 @@ WRONG_ROUNDS = {
     "a list": lambda m, t, c: [1.0, 2.0],
     "NaN": lambda m, t, c: float("nan"),
     "raises": lambda m, t, c: 1 / 0,
+    # the simulator's own answer for equal shares (compute-bound cases with several workers
+    # tell it apart even without the refusal) and the simulator itself
+    "the library's equal_round": lambda m, t, c: ex.equal_round(m, t, c),
+    "the simulator, run by hand": lambda m, t, c: ex._simulated_round([c] * m, t),
 }
 
 
@@ -138,7 +142,7 @@ def test_wrong_round_times_are_rejected(case):
     with pytest.raises(AssertionError, match=ROUND) as info:
         ex.check_round_time(WRONG_ROUNDS[case])
     text = str(info.value)
-    assert "worker" in text or "raised" in text  # names the case
+    assert "worker" in text or "raised" in text or "SimulatedCluster" in text  # names the case
 
 
 def _worker_order(compute, t):
@@ -162,14 +166,31 @@ WRONG_STRAGGLERS = {
     "None": lambda comp, t: None,
     "an array": lambda comp, t: np.array(comp),
     "raises": lambda comp, t: comp["x"],
+    "the simulator, run by hand": lambda comp, t: ex._simulated_round(comp, t),
 }
+
+
+def _scaled(compute, t, *, wrong):
+    # the reference with one message time written wrong: right only when t = 1
+    m = len(compute)
+    finished = sorted(((i + 1) * (t if wrong != "receive" else 1 / t) + c, i)
+                      for i, c in enumerate(compute))
+    link = m * t if wrong != "broadcast" else m / t
+    for done, _ in finished:
+        link = max(link, done) + t
+    return link
+
+
+WRONG_STRAGGLERS["broadcast ends at m/t"] = lambda comp, t: _scaled(comp, t, wrong="broadcast")
+WRONG_STRAGGLERS["receives at (i + 1)/t"] = lambda comp, t: _scaled(comp, t, wrong="receive")
 
 
 @pytest.mark.parametrize("case", WRONG_STRAGGLERS)
 def test_wrong_straggler_rounds_are_rejected(case):
     with pytest.raises(AssertionError, match=STRAGGLERS) as info:
         ex.check_simulate_round(WRONG_STRAGGLERS[case])
-    assert "compute times" in str(info.value) or "raised" in str(info.value)
+    text = str(info.value)
+    assert "compute times" in text or "raised" in text or "SimulatedCluster" in text
 
 
 def test_unfinished_placeholder_says_not_done():
