@@ -226,6 +226,24 @@ def _wss2_case(rng, n):
     return i, y, alpha, G, np.diag(K).copy(), K, C
 
 
+def _duplicate_case(rng):
+    # Two copies of x_i among the partners: their curvature a = K_ii + K_tt - 2 K_it is 0, so
+    # WSS2 must use TAU there, and then the copy with the larger b wins. An answer that divides
+    # by 0 (inf for both: the first wins), keeps a = 0 with `a >= 0`, or floors a at another
+    # value picks the wrong copy or a point that is not a copy.
+    n, C, i, first, second = 10, 1.0, 0, 4, 7
+    X = rng.normal(scale=1.5, size=(n, 2))
+    X[first] = X[second] = X[i]
+    K = kernels.kernel_matrix_numpy(X, kernel="poly", gamma=0.7, degree=2, coef0=1.0)
+    y = rng.choice([-1.0, 1.0], size=n)
+    alpha = np.full(n, 0.5 * C)  # every multiplier free: in I_up and in I_low
+    v = rng.normal(size=n)
+    v[i] = v.max() + 5.0
+    v[first], v[second] = v[i] - 1.0, v[i] - 2.0  # b = 1 and b = 2
+    G = -y * v
+    return i, y, alpha, G, np.diag(K).copy(), K, C
+
+
 def _as_index(name, got, n, what):
     if isinstance(got, (bool, np.bool_)) or not isinstance(got, (numbers.Integral, np.integer)):
         arr = np.asarray(got) if got is not None else None
@@ -269,6 +287,12 @@ def _partner_problems(j, i, y, alpha, G, K_diag, K_row, C, case) -> list[tuple[s
         "j looks like a position among the candidates, not an index into y":
             j < len(candidates) and candidates[j] == ref,
     }
+    a = K_diag[i] + K_diag - 2.0 * K_row
+    if a[ref] <= 0:  # only the floor can explain a wrong copy here
+        misreadings = {}
+        misreadings["x_j is a copy of x_i here, so a = K_ii + K_jj - 2 K_ij = 0: where a <= 0 "
+                    "use a = 1e-12 (libsvm's tau), which keeps the decrease finite, so the copy "
+                    "with the larger b wins"] = True
     problems = [(m, f"{WSS2_NAME}: j = {j} for {case} is wrong: {m}")
                 for m, matches in misreadings.items() if matches]
     if not in_low(y, alpha, C)[j]:
@@ -340,8 +364,10 @@ def check_choose_j(func) -> None:
     name = WSS2_NAME
     rng = np.random.default_rng(case_seed(19))
     failures = []
-    for n in (6, 9, 12, 15, 20, 30, 40, 60) * 4:
-        i, y, alpha, G, K_diag, K, C = _wss2_case(rng, n)
+    cases = [("random", n) for n in (6, 9, 12, 15, 20, 30, 40, 60) * 4] + [("copies", 10)] * 2
+    for kind, n in cases:
+        i, y, alpha, G, K_diag, K, C = (_wss2_case(rng, n) if kind == "random"
+                                        else _duplicate_case(rng))
         scores = wss2_scores(i, y, alpha, G, K_diag, K[i], C)
         if not np.isfinite(scores).any():
             continue  # no violating partner: SMO would stop here
@@ -351,9 +377,11 @@ def check_choose_j(func) -> None:
         j = _as_index(name, got, n, f"j for {case}")
         problems = _partner_problems(j, i, y, alpha, G, K_diag, K[i], C, case)
         if problems:
-            failures.append(problems)
+            failures.append((kind, problems))
     if failures:
-        raise AssertionError(_explain(failures))
+        # The random cases name a misreading best; the copies only test the floor on a.
+        chosen = [p for kind, p in failures if kind == "random"] or [p for _, p in failures]
+        raise AssertionError(_explain(chosen))
     # A whole solve driven by the student's j, against the package's second-order solver.
     rng = np.random.default_rng(case_seed(20))
     X = rng.normal(scale=1.5, size=(40, 2))
@@ -367,8 +395,9 @@ def check_choose_j(func) -> None:
     expect(name, steps == ref.n_iter,
            f"a 40-point solve with your choice of j took {steps} steps, "
            f"fit_smo(selection='second_order') takes {ref.n_iter}")
-    passed(name, f"the WSS2 partner on {4 * 8} cases; a 40-point solve with it takes {steps} "
-                 f"steps, as fit_smo(selection='second_order') (first order: {first.n_iter})")
+    passed(name, f"the WSS2 partner on {len(cases)} cases (two with copies of x_i); a 40-point "
+                 f"solve with it takes {steps} steps, as fit_smo(selection='second_order') "
+                 f"(first order: {first.n_iter})")
 
 
 

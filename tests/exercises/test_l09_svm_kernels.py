@@ -713,3 +713,32 @@ def test_a_refused_call_leaves_no_profiler_behind():
     with pytest.raises(AssertionError):
         ex.check_predict_speedup(lambda J, t, c, p: ex.speedup_model(J, t, c, p))
     assert sys.getprofile() is None and threading.getprofile() is None
+
+
+# ---- The floor on the curvature (mutation run): copies of x_i have a = 0 -------------------
+
+def _wss2_floor(floor=1e-12, keep_zero=False, no_floor=False):
+    def solution(i, y, alpha, G, K_diag, K_row, C):
+        v = -y * G
+        b = v[i] - v
+        low = ((y > 0) & (alpha > 0)) | ((y < 0) & (alpha < C))
+        a = K_diag[i] + K_diag - 2.0 * K_row
+        if not no_floor:
+            a = np.where((a >= 0) if keep_zero else (a > 0), a, floor)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            decrease = np.where(low & (b > 0), b * b / a, -np.inf)
+        return int(np.argmax(decrease))
+    return solution
+
+
+@pytest.mark.parametrize("how", [{"no_floor": True}, {"keep_zero": True}, {"floor": -1.0},
+                                 {"floor": 1.0}])
+def test_choose_j_refuses_a_wrong_floor_on_the_curvature(how):
+    with pytest.raises(AssertionError, match="copy of x_i .* use a = 1e-12"):
+        ex.check_choose_j(_wss2_floor(**how))
+
+
+def test_choose_j_accepts_another_tiny_floor(capsys):
+    # Equivalent: any floor far below every real curvature ranks the copies by b alone.
+    ex.check_choose_j(_wss2_floor(floor=2e-12))
+    assert "✓ choose_j passed" in capsys.readouterr().out
