@@ -290,14 +290,14 @@ def is_fast(command: Command, folder: Path) -> bool:
         if head in ("mkdir", "cp", "cat"):
             written = args if head == "mkdir" else args[-1:] if head == "cp" else []
             read = [] if head == "mkdir" else args[:-1] if head == "cp" else args
-            if any((ROOT / w.split("/")[0]).exists() for w in written):   # would write into the clone
+            if any((folder / w.split("/")[0]).is_symlink() for w in written):   # into the clone
                 return False
             if not all((folder / r).exists() for r in read if not r.startswith("-")):
                 return False
         elif argv[-1] in ("--help", "--list"):
             pass
         elif is_python(head) and args[:3] == ["-m", "mlpar.course", "grade"] and len(args) > 3:
-            if not (folder / args[3]).is_dir() or (ROOT / args[3]).exists():
+            if not (folder / args[3]).is_dir() or (folder / args[3]).is_symlink():
                 return False
         else:
             return False
@@ -321,11 +321,21 @@ def normalise(lines: list[str]) -> list[str]:
     return out
 
 
+@functools.cache
+def tracked() -> set[str]:
+    """The clone's top-level names under version control (all of them where git cannot say):
+    a reader who ran the README's example in the clone left class/ and grades.csv there, and
+    the test must neither read nor write those."""
+    done = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    names = {line.split("/")[0] for line in done.stdout.splitlines()} if done.returncode == 0 else set()
+    return names or {entry.name for entry in ROOT.iterdir()} - {".git"}
+
+
 def scratch(tmp: Path) -> Path:
-    """A folder that sees the clone's top-level files and folders, so relative paths work."""
-    for entry in ROOT.iterdir():
-        if entry.name not in (".git",):
-            (tmp / entry.name).symlink_to(entry)
+    """A folder that sees the clone's tracked top-level files and folders, so relative paths work."""
+    for name in tracked():
+        if (ROOT / name).exists():
+            (tmp / name).symlink_to(ROOT / name)
     return tmp
 
 
