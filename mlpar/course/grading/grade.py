@@ -9,8 +9,11 @@ random seed is drawn per grading run and handed to every check (``MLPAR_GRADING_
 
 from __future__ import annotations
 
+import os
 import secrets
 import signal
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -172,10 +175,21 @@ def grade(folder: Path, out: Path, *, official: Path | None = None, jobs: int = 
 
     options = options or Options()
     folder = Path(folder)
-    if not folder.is_dir():
-        raise GraderError(f"submissions: expected a folder of notebooks, got {folder}")
+    try:
+        is_folder = folder.is_dir() and os.access(folder, os.R_OK | os.X_OK)
+    except OSError:
+        is_folder = False
+    if not is_folder:
+        raise GraderError(f"submissions: expected a folder of notebooks this user can read, got {folder}")
     if jobs < 1:
         raise GraderError(f"jobs: expected 1 or more, got {jobs}")
+    try:  # one probe, not an error row per file: this user must be able to start the grading Python
+        subprocess.run([sys.executable, "-I", "-B", "-c", "pass"], check=True, capture_output=True,
+                       timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise GraderError(f"this user cannot start the course's Python {sys.executable} for the grading "
+                          f"processes ({exc}); grade as a user who can, or install the course where "
+                          "that user can read it") from exc
     plans = official_plans(official or NOTEBOOKS)
     lessons = sorted(plans)
     how, why = sandbox.isolation()

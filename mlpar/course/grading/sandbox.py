@@ -57,7 +57,7 @@ from mlpar.course.grading import channel
 TOKEN_VARIABLE = "MLPAR_GRADING_TOKEN"
 SANDBOX_VARIABLE = "MLPAR_GRADING_SANDBOX"  # "none": never use bwrap; "bwrap": require it
 FILE_LIMIT_BYTES = 256 * 2**20  # no single file the submission writes grows past this
-SCRATCH_BYTES = 1024 * 2**20    # the sandbox's /tmp (and /dev/shm), in memory, at most
+SCRATCH_BYTES = 512 * 2**20     # the sandbox's /tmp (and /dev/shm), in memory, at most
 # One solution cell or one check may take this share of the notebook's time: a loop in one
 # exercise fails that exercise, and the exercises after it are still graded.
 STEP_SHARE = 0.25
@@ -227,6 +227,9 @@ def _bwrap_command(tool: str, python: list[str]) -> list[str]:
                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                "--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp",
                "--size", str(SCRATCH_BYTES), "--tmpfs", "/dev/shm"]
+    for path in needed:  # Python or the course installed under /tmp: shown again, read-only
+        if path.startswith(("/tmp/", "/dev/shm/")) and os.path.isdir(path):
+            command += ["--ro-bind", path, path]
     home = os.path.realpath(os.path.expanduser("~"))
     for folder in [*_HIDDEN, home]:
         inside = any(n == folder or n.startswith(folder.rstrip("/") + "/") for n in needed)
