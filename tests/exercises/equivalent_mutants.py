@@ -8,6 +8,7 @@ current solution, so the list cannot go stale.
 """
 
 _ONE_D = "x is a 1-D array in every case the exercise allows, so shape[-1] is shape[0]"
+_LABELS = "the labels y are -1 or +1, never 0 (or in (-1, 1)), so the comparison keeps its answer"
 _EQUAL_SHARDS = "every shard has the same columns (the features), so any shard gives their number"
 
 EQUIVALENT: dict[tuple[str, str, str], str] = {
@@ -35,4 +36,21 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the lesson's kernels are square (k x k, odd k), so kernel.shape[1] is kernel.shape[0]",
     ("08", "convolve_tile", "const: 0 -> (-1)"):
         "the lesson's kernels are square (k x k, odd k), so kernel.shape[-1] is kernel.shape[0]",
+    ("09", "pair_update", "compare: y_i > 0 -> (y_i >= 0)"): _LABELS,
+    ("09", "pair_update", "compare: y_j > 0 -> (y_j >= 0)"): _LABELS,
+    ("09", "pair_update", "const: 0 -> (-1)"): _LABELS,
+    ("09", "pair_update", "const: 0 -> (-1) #2"): _LABELS,
+    ("09", "choose_j", "compare: y > 0 -> (y >= 0)"): _LABELS,
+    ("09", "choose_j", "compare: y < 0 -> (y <= 0)"): _LABELS,
+    ("09", "choose_j", "const: 0 -> (-1) #2"): _LABELS,
+    ("09", "choose_j", "const: 0 -> (1) #4"): _LABELS,
+    ("09", "choose_j", "const: 1e-12 -> (2e-12)"):
+        "the floor replaces a <= 0 (a repeated point) for every such pair alike and lies far "
+        "below any real a, so any tiny positive floor ranks the pairs the same",
+    ("09", "choose_j", "compare: b > 0 -> (b >= 0)"):
+        "i is taken from a violating pair, so some b is > 0 and its b^2/a > 0 beats the 0 a "
+        "pair with b = 0 gets instead of -inf: the argmax is the same",
+    ("09", "rbf_kernel", "const: 0.0 -> (-1.0)"):
+        "the clamp only removes rounding: the expanded |x|^2 + |y|^2 - 2x.y is never below about "
+        "-1e-15 |x|^2, so clamping at -1 instead of 0 changes exp(-gamma d) by ~1e-15",
 }
