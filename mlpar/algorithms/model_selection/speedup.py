@@ -120,6 +120,8 @@ SWEEP_BUDGET_SECONDS = 20.0
 #: Rounds of each sweep: five, so that every speedup has a spread with 4 degrees of freedom
 #: (two rounds give one, and a gap must pass 12.7 spreads to count; five need 2.78).
 SWEEP_ROUNDS = 5
+#: Fewest rounds a plan falls back to when five would pass the budget (slow fits, one core).
+MIN_SWEEP_ROUNDS = 2
 #: Cost of one ``cross_validate`` call on a warm pool apart from its fits (dispatch, results).
 CALL_SECONDS = 0.05
 #: Memory one loky worker holds (an interpreter with numpy, scipy and scikit-learn imported,
@@ -227,11 +229,18 @@ def plan_sweep(fit_seconds: float, *, cores: int | None = None, memory_bytes: in
                      f"{by_memory} worker processes of ~{WORKER_BYTES >> 20} MiB")
         top = by_memory
 
-    def plan(strong_top, scaled_top):
+    def plan(strong_top, scaled_top, repeat=None):
         fixed = max(FIXED_FITS, 10 * math.ceil(strong_top / 10))
         return SweepPlan(cores, fit, tuple(worker_counts(strong_top)), fixed,
-                         tuple(worker_counts(scaled_top)), FITS_PER_WORKER, SWEEP_ROUNDS, budget,
-                         tuple(stops))
+                         tuple(worker_counts(scaled_top)), FITS_PER_WORKER,
+                         rounds if repeat is None else repeat, budget, tuple(stops))
+
+    # rounds first: fewer rounds (down to MIN_SWEEP_ROUNDS) before no sweep fits the budget
+    rounds = next((r for r in range(SWEEP_ROUNDS, MIN_SWEEP_ROUNDS - 1, -1)
+                   if plan(2, 2, r).seconds <= budget), MIN_SWEEP_ROUNDS)
+    if rounds < SWEEP_ROUNDS:
+        stops.append(f"the time budget: {rounds} rounds instead of {SWEEP_ROUNDS} (fits of "
+                     f"{fit * 1e3:.0f} ms on {cores} core(s))")
 
     candidates = worker_counts(top)[:0:-1]  # top, ..., 2: the largest count that fits wins
     strong_top = next((p for p in candidates if plan(p, 2).strong_seconds <= budget / 2), 2)

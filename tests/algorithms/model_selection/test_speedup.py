@@ -71,7 +71,17 @@ def test_the_sweep_plan_stays_within_time_and_memory_on_any_machine(monkeypatch,
         assert list(workers) == speedup.worker_counts(workers[-1])
         assert workers[-1] <= max(2, cores)
     assert plan.fixed_fits >= max(speedup.FIXED_FITS, plan.strong_workers[-1])  # no idle worker
-    assert plan.fixed_fits % 10 == 0 and plan.repeat == speedup.SWEEP_ROUNDS
+    assert plan.fixed_fits % 10 == 0
+    assert speedup.MIN_SWEEP_ROUNDS <= plan.repeat <= speedup.SWEEP_ROUNDS
+    if plan.repeat < speedup.SWEEP_ROUNDS:  # fewer rounds only when five would not fit
+        assert any(f"{plan.repeat} rounds instead of" in why for why in plan.stops)
+
+
+def test_a_quick_machine_gets_five_rounds_and_a_slow_one_fewer(monkeypatch):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2,memory=8GiB")
+    assert speedup.plan_sweep(0.05).repeat == speedup.SWEEP_ROUNDS == 5
+    slow = speedup.plan_sweep(0.3)
+    assert slow.repeat < 5 and "rounds instead of 5" in repr(slow)
 
 
 def test_the_plan_says_what_stopped_it(monkeypatch):
@@ -93,8 +103,8 @@ def test_the_plans_prediction_adds_up_the_rounds():
                  + 4 * 0.1 + 4 * 0.1  # scaled: 4 fits on 1 worker, 8 fits on 2
                  + 8 * 0.1  # one worker doing the grown job of 2
                  + 5 * speedup.CALL_SECONDS)
-    assert plan.seconds == pytest.approx(3 * one_round)
-    assert plan.fits == 3 * (10 + 10 + 4 + 8 + 8)
+    assert plan.seconds == pytest.approx((plan.repeat + 1) * one_round)  # warm-up + rounds
+    assert plan.fits == (plan.repeat + 1) * (10 + 10 + 4 + 8 + 8)
 
 
 def test_a_slow_machine_gets_the_smallest_sweep_and_is_told(monkeypatch):
