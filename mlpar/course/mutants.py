@@ -616,8 +616,18 @@ def worker(job: dict, results: str) -> None:
     _die_with_parent()
     os.environ.setdefault("MPLBACKEND", "Agg")
     os.environ.pop("MLPAR_GRADING_SEED", None)
+    import shutil
+
     folder = tempfile.mkdtemp(prefix="mlpar-mutants-")
     os.chdir(folder)  # the checks count code outside mlpar's folder as the student's
+    try:
+        _work(job, results, folder)
+    finally:
+        os.chdir(tempfile.gettempdir())
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _work(job: dict, results: str, folder: str) -> None:
     with open(results, "a", encoding="utf-8") as out:
         def emit(**event):
             out.write(json.dumps(event) + "\n")
