@@ -139,14 +139,22 @@ assert resource.getrlimit(resource.RLIMIT_FSIZE) == (2**28, 2**28)
     assert result.returncode == 0, result.stderr
 
 
-def test_ctrl_c_stops_grading_at_once_and_leaves_nothing_running(tmp_path):
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL"])
+def test_stopping_the_grader_stops_grading_at_once_and_leaves_nothing_running(tmp_path, how, monkeypatch):
     import signal
     import subprocess
     import sys
 
+    if how == "SIGKILL":  # nothing can be caught: the sandbox's --die-with-parent must do it
+        monkeypatch.setenv(sandbox.SANDBOX_VARIABLE, "bwrap")
+        try:
+            sandbox.isolation()
+        except sandbox.SandboxUnavailable as exc:
+            pytest.skip(str(exc))
     nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"mlpar": {"lesson": "00_index"}},
           "cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
                      "source": "def usable_threads(affinity, quota):\n    return 1\n\n"
+                               "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
                                "while True:\n    pass"}]}
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "ann.ipynb").write_text(json.dumps(nb))
@@ -157,9 +165,15 @@ def test_ctrl_c_stops_grading_at_once_and_leaves_nothing_running(tmp_path):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not _graded_processes() - before:
         time.sleep(0.2)  # until the grading process runs
-    grader.send_signal(signal.SIGINT)
+    grader.send_signal(getattr(signal, how))
     out, err = grader.communicate(timeout=60)
-    assert grader.returncode == 130 and "--resume" in err
+    if how == "SIGKILL":
+        assert grader.returncode == -signal.SIGKILL
+        deadline = time.monotonic() + 10  # the kernel's parent-death signal is not synchronous
+        while time.monotonic() < deadline and _graded_processes() - before:
+            time.sleep(0.1)
+    else:
+        assert grader.returncode == 130 and "--resume" in err
     assert _graded_processes() - before == set()
     assert (tmp_path / "g.csv").read_text().startswith("student,lesson,exercise")
 

@@ -5,7 +5,10 @@ not be graded has one row with an empty exercise and the flag ``error``. It is a
 each submission is graded, so ``--resume`` can skip every submission whose sha256 it already
 holds for that student. The summary (:func:`write_summary`) has one row per student: points
 per lesson (the best of the student's submissions of that lesson), the total and the points
-possible.
+possible. Every field a student controls is written through :mod:`~.csv_safety` (no formula a
+spreadsheet would run, no control character), and read back exactly; rows cut short or not
+the grader's are skipped when read. Feedback files are named by
+:func:`~.identity.file_stem`, unique per student.
 """
 
 from __future__ import annotations
