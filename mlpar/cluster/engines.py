@@ -305,10 +305,15 @@ class DaskEngine(Engine):
                     for a in self._address]
             # Each actor is pinned to its worker: if that worker dies now, Dask would keep the
             # task waiting for it for ever. Bounded, and said.
+            import asyncio
+
             from distributed import wait as dask_wait
 
-            not_done = dask_wait(made, timeout=START_TIMEOUT, return_when="ALL_COMPLETED")
-            if not_done.not_done:
+            try:  # distributed.wait raises TimeoutError at its limit rather than returning
+                not_done = dask_wait(made, timeout=START_TIMEOUT, return_when="ALL_COMPLETED")
+            except (TimeoutError, asyncio.TimeoutError):  # one class from Python 3.11 on
+                not_done = None
+            if not_done is None or not_done.not_done:
                 raise ClusterError(
                     f"the workers' data stores did not start within {START_TIMEOUT} s on "
                     f"{self._lost_workers() or 'workers that are still listed'}")

@@ -59,3 +59,19 @@ def test_gather_keeps_other_results_for_wait_any():
     assert eng.wait_any() == (fast, "fast")
     with pytest.raises(RuntimeError, match="already collected"):
         eng.gather([slow])
+
+
+def test_data_stores_that_never_start_give_a_cluster_error_not_a_bare_timeout(monkeypatch):
+    # A worker killed while its store starts leaves distributed.wait to raise TimeoutError at
+    # its limit (seen under load); the engine must turn that into its own clear error, closed.
+    import distributed
+
+    from mlpar.cluster.dask_cluster import ClusterError
+    from mlpar.cluster.engines import DaskEngine
+
+    def never_done(futures, timeout=None, return_when=None):
+        raise TimeoutError()
+
+    monkeypatch.setattr(distributed, "wait", never_done)
+    with pytest.raises(ClusterError, match="data stores did not start within"):
+        DaskEngine(1)
