@@ -263,16 +263,20 @@ def check_blocked_prediction(predict_blocked_gflops) -> None:
                  "memory slope and under the ceiling; now compare it with the sweep")
 
 
-def in_cache_ceiling(sweep) -> float:
-    """The blocked loop's best rate in ``sweep`` while B still fits in the last-level cache
-    (memory is not its limit there): the in-core ceiling of Exercise 5. The smallest B's rate
-    when the cache size is unknown or no B fits."""
+def in_cache_ceiling(sweep) -> tuple[float, int]:
+    """The blocked loop's rate with B in the cache, where memory is not its limit: the in-core
+    ceiling of Exercise 5, measured now (one thread, the sweep's rows and block) at the largest
+    of the sweep's sizes whose B fills at most half the last-level cache (the smallest size if
+    none does or the cache is unknown). Measured afresh rather than read from the sweep, so the
+    prediction is not a number the lesson printed before the exercise. Returns (GFLOP/s, m)."""
     from mlpar.cpu import stream
 
     llc = stream.last_level_cache()
-    inside = [r for r, nbytes in zip(sweep.blocked, sweep.b_bytes, strict=True)
+    inside = [m for m, nbytes in zip(sweep.sizes, sweep.b_bytes, strict=True)
               if llc and nbytes <= llc / 2]
-    return max(inside) if inside else sweep.blocked[0]
+    m = max(inside) if inside else min(sweep.sizes)
+    again = _matmul.measure_blocking((m,), rows=sweep.rows, block=sweep.block, repeat=3)
+    return again.blocked[0], m
 
 
 def compare_blocked_prediction(predict_blocked_gflops, *, sweep, bandwidth_gbps: float,
@@ -287,8 +291,12 @@ def compare_blocked_prediction(predict_blocked_gflops, *, sweep, bandwidth_gbps:
         raise TypeError(f"sweep: expected a BlockingSweep (mm.measure_blocking), got "
                         f"{type(sweep).__name__}")
     bandwidth_gbps = validation.positive("bandwidth_gbps", bandwidth_gbps)
-    ceiling = (in_cache_ceiling(sweep) if ceiling_gflops is None
-               else validation.positive("ceiling_gflops", ceiling_gflops))
+    if ceiling_gflops is None:
+        ceiling, m = in_cache_ceiling(sweep)
+        print(f"ceiling   {ceiling:.3g} GFLOP/s: the blocked loop measured now with B "
+              f"{m} x {m} ({8 * m * m / 2**20:g} MiB, in the cache), one thread")
+    else:
+        ceiling = validation.positive("ceiling_gflops", ceiling_gflops)
     rows = min(sweep.rows, sweep.block)
     predicted = blocked_model(rows, bandwidth_gbps, ceiling)
     try:
