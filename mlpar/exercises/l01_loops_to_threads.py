@@ -348,7 +348,8 @@ def check_chunked_sum(chunked_sum) -> None:
     name = "Exercise 3 (chunked parallel sum)"
     _require_parallel(name, chunked_sum, "chunked_sum")
     rng = np.random.default_rng(case_seed(3))
-    for n, chunks in ((10, 2), (11, 3), (1000, 4), (7, 7), (5, 8), (100_003, 16), (0, 2)):
+    # (13, 4): n % n_chunks == 1, where a chunk size rounded down by one loses the last element
+    for n, chunks in ((10, 2), (11, 3), (13, 4), (1000, 4), (7, 7), (5, 8), (100_003, 16), (0, 2)):
         x = rng.random(n)
         got = _compile(name, chunked_sum, x, chunks)
         got = float(as_array(name, got, what=f"the sum for n={n}, n_chunks={chunks}", shape=()))
@@ -379,7 +380,7 @@ def check_chunked_sum(chunked_sum) -> None:
                f"for n={n} and n_chunks={chunks} an iteration reads x at {scattered[0][:4]}...: "
                "not one contiguous chunk; chunk c is x[c·size : (c+1)·size], so each thread "
                "streams its own stretch of memory" if scattered else "")
-    passed(name, "a parallel loop over n_chunks contiguous chunks; equals math.fsum for 7 "
+    passed(name, "a parallel loop over n_chunks contiguous chunks; equals math.fsum for 8 "
                  "lengths and chunk counts")
     print("  The question: with 2 chunks or more, 2 threads can share the work. Each chunk is "
           "one chain of additions (section 5): one add per add latency, well under what one "

@@ -392,6 +392,17 @@ def chunked_nan(x, n_chunks):
 
 
 @njit(parallel=True)
+def chunked_size_one_short(x, n_chunks):  # a mutant that survived: ceil(n/k) - 1 when n % k == 1
+    n = x.shape[0]
+    size = (n + n_chunks - 2) // n_chunks
+    partial = np.zeros(n_chunks)
+    for c in prange(n_chunks):
+        for i in range(c * size, min((c + 1) * size, n)):
+            partial[c] += x[i]
+    return partial.sum()
+
+
+@njit(parallel=True)
 def chunked_plain_prange(x, n_chunks):  # issue 35: a prange reduction that ignores n_chunks
     s = 0.0
     for i in prange(x.shape[0]):
@@ -448,6 +459,7 @@ def test_correct_chunked_sum_passes(solution, capsys):
     (chunked_serial, "no prange loop .*got 0"),
     (chunked_not_parallel, "without parallel=True"),
     (chunked_nan, "plain Python function"),
+    (chunked_size_one_short, "for n=13 and n_chunks=4 got .*less than the total"),
     (chunked_plain_prange, "reads x in 1000 iterations, expected 4.*elements.*n_chunks is ignored"),
     (chunked_by_strides, "not one contiguous chunk"),
     (chunked_serial_tail, "for n=1000 and n_chunks=4, .*read outside the prange|for n=11 .*read outside"),
