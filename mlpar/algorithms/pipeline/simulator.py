@@ -102,7 +102,8 @@ class Timeline:
     def plot(self, ax=None, *, title: str | None = None, numbers: bool | None = None):
         """Gantt chart: one row per device, F blue, B orange, W green; white is idle.
 
-        With v > 1 chunks per device, odd chunks are drawn lighter.
+        With v > 1 chunks per device, each chunk has its own shade (chunk 0 darkest), named in
+        the legend.
         """
         import matplotlib.pyplot as plt
         from matplotlib.patches import Patch
@@ -112,15 +113,16 @@ class Timeline:
         t0 = self.start.min()
         if numbers is None:
             numbers = len(self.ops) <= 160
-        p = self.schedule.p
+        p, v = self.schedule.p, self.schedule.v
+        alphas = np.linspace(1.0, 0.35, v) if v > 1 else np.ones(1)  # one shade per chunk
         for kind, colour in COLOURS.items():
-            for shade in (0, 1):
+            for chunk in range(v):
                 rows = [i for i, op in enumerate(self.ops)
-                        if op.kind == kind and (op.stage // p) % 2 == shade]
+                        if op.kind == kind and op.stage // p == chunk]
                 for d in range(p):
                     mine = [i for i in rows if self.device[i] == d]
                     ax.broken_barh([(self.start[i] - t0, self.end[i] - self.start[i]) for i in mine],
-                                   (d - 0.4, 0.8), facecolors=colour, alpha=0.55 if shade else 1.0,
+                                   (d - 0.4, 0.8), facecolors=colour, alpha=float(alphas[chunk]),
                                    edgecolor="white", linewidth=0.5)
         if numbers:
             for i, op in enumerate(self.ops):
@@ -131,9 +133,12 @@ class Timeline:
         ax.set_xlabel("time")
         ax.set_title(title or f"{self.label}: {self!r}"[:110], fontsize=8, loc="left")
         kinds = [k for k in COLOURS if any(op.kind == k for op in self.ops)]
-        ax.legend(handles=[Patch(color=COLOURS[k], label=k) for k in kinds], fontsize=7,
-                  loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=len(kinds), frameon=False,
-                  borderaxespad=0.1, handlelength=1.0)
+        handles = [Patch(color=COLOURS[k], label=k) for k in kinds]
+        if v > 1:
+            handles += [Patch(color="tab:grey", alpha=float(a), label=f"chunk {c}")
+                        for c, a in enumerate(alphas)]
+        ax.legend(handles=handles, fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0),
+                  ncol=len(handles), frameon=False, borderaxespad=0.1, handlelength=1.0)
         return ax
 
 
