@@ -20,6 +20,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("01", "chunked_sum", "const: 0 -> (-1)"): _ONE_D,
     ("01", "chunked_sum", "binop: n + n_chunks - 1 -> (n + n_chunks + 1)"): _BIGGER_CHUNKS,
     ("01", "chunked_sum", "drop-term: n + n_chunks - 1 -> (n + n_chunks)"): _BIGGER_CHUNKS,
+    ("01", "chunked_sum", "const: 1 -> (0)"): _BIGGER_CHUNKS,
     ("10", "axpy_kernel", "const: 0 -> (-1)"): _ONE_D,
     ("10", "largest_tile", "const: 1024 -> (1025)"):
         "(2t)^2 is a power of 4 (t doubles from 1): none lies between 1024 and 4095, so any "
