@@ -138,21 +138,24 @@ def call_without(name: str, func, args, references: dict, *, why: str):
 
     What the call *does* is watched (``sys.setprofile`` sees every Python frame it enters), not
     how it is spelled: an alias, a ``getattr`` or a wrapper around the library function is
-    refused as well. ``why`` says what the exercise asks for instead.
+    refused as well, and so is a call made from a thread the function starts
+    (``threading.setprofile`` watches those). ``why`` says what the exercise asks for instead.
     """
     codes = {f.__code__: label for f, label in references.items()}
     used = []
 
     def watch(frame, event, arg):
         if event == "call" and frame.f_code in codes:
-            used.append(codes[frame.f_code])
+            used.append(codes[frame.f_code])  # list.append: safe from several threads
 
-    previous = sys.getprofile()
+    previous, previous_threads = sys.getprofile(), threading.getprofile()
     sys.setprofile(watch)
+    threading.setprofile(watch)  # threads started during the call (a pool, a Thread)
     try:
         got = call(name, func, *args)
     finally:
         sys.setprofile(previous)
+        threading.setprofile(previous_threads)
     if used:
         raise AssertionError(f"{name}: your function calls the library's `{used[0]}`, which is "
                              f"the answer this exercise asks you to work out. {why}")

@@ -153,7 +153,17 @@ WRONG_PREDICTIONS = {
     "the library's model, reached by getattr": (
         lambda d, p: getattr(__import__("mlpar.algorithms.sgd.conflicts", fromlist=["x"]),
                              "stale_rate" + "_model")(d, p), "library's `conflicts"),
+    "the library's model, run on a thread": (
+        lambda d, p: _on_a_thread(stale_rate_model, d, p), "library's `conflicts"),
 }
+
+
+def _on_a_thread(func, *args):
+    """``func(*args)`` run by a pool thread started here: the check must still see the call."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(func, *args).result()
 
 
 @pytest.mark.parametrize("case", WRONG_PREDICTIONS)

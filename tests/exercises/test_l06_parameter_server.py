@@ -153,7 +153,20 @@ WRONG_STEPS = {
     "the library's curvature": (lambda X, m: 2 / (m * ex.curvature(X)), "library's"),
     "the library's model, renamed": (lambda X, m: (lambda f: f(X, m))(
         getattr(ex, "sync_step" + "_limit_model")), "library's"),
+    "the library's model, run on a thread": (lambda X, m: _on_a_thread(ex.sync_step_limit_model, X, m),
+                                             "library's"),
 }
+
+
+def _on_a_thread(func, *args):
+    """``func(*args)`` run by a thread started here: the check must still see the call."""
+    import threading
+
+    out = []
+    worker = threading.Thread(target=lambda: out.append(func(*args)))
+    worker.start()
+    worker.join()
+    return out[0]
 
 
 @pytest.mark.parametrize("case", WRONG_STEPS)
