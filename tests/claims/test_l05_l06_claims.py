@@ -52,6 +52,27 @@ def test_the_middle_round_is_judged_and_the_spread_printed(monkeypatch):
         mapreduce.typical([1.0])
 
 
+def test_05_a_steady_miss_blames_the_model_and_a_scattered_one_the_machine(monkeypatch):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
+    slow = mapreduce.typical([prediction(r, cores=2) for r in (1.4, 1.5, 1.6)])
+    fast = mapreduce.typical([prediction(r, cores=2) for r in (0.6, 0.65, 0.7)])
+    fast_free = mapreduce.typical([prediction(r, cores=3) for r in (0.6, 0.65, 0.7)])
+    scattered = mapreduce.typical([prediction(r, cores=2) for r in (0.9, 1.5, 2.0)])
+    texts = {name: repr(c05.prediction_claim(p)) for name, p in
+             (("slow", slow), ("fast", fast), ("fast_free", fast_free), ("scattered", scattered))}
+    assert all(t.startswith("✗") for t in texts.values())
+    assert "slower than the model" in texts["slow"] and "idle workers" in texts["slow"]
+    assert "2 workers and the server on 2 cores" in texts["slow"]
+    assert "faster than the model" in texts["fast"] and "whichever core is free" in texts["fast"]
+    assert "faster than the model" in texts["fast_free"]
+    assert "whichever core" not in texts["fast_free"]  # no fold to blame with a core to spare
+    for name in ("slow", "fast", "fast_free"):
+        assert "not noise" in texts[name] and "quieter moment" not in texts[name]
+    assert "quieter moment" in texts["scattered"] and "not noise" not in texts["scattered"]
+    # one round alone cannot tell the model from the machine
+    assert "quieter moment" in repr(c05.prediction_claim(prediction(1.6, cores=2)))
+
+
 def test_06_prediction_claim_holds_within_the_tolerance_and_fails_outside():
     good = mapreduce.typical([prediction(r) for r in (0.85, 1.0, 1.2)])
     assert c06.prediction_claim(good).held is True
