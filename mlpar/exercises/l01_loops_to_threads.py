@@ -438,12 +438,12 @@ def names_used(func) -> set[str]:
     return found
 
 
-def refuse_the_model(name: str, func, model: str) -> None:
-    """Refuse a prediction that calls the lesson's own model (the function the exercise asks
-    the student to write), by its name."""
+def refuse_the_model(name: str, func, model: str, what: str = "model") -> None:
+    """Refuse an answer that calls the course's own version of what the exercise asks the
+    student to write (its model, or its reference), by its name."""
     expect(name, model not in names_used(func),
-           f"your function calls {model}, the course's own model: the exercise asks you to "
-           "write that formula yourself")
+           f"your function calls {model}, the course's own {what}: the exercise asks you to "
+           "write it yourself")
 
 
 def check_axpy_prediction(predict_axpy_gflops) -> None:

@@ -317,6 +317,8 @@ def _sigmoid(t):
     (lambda X, y, w: None, "is None"),
     (lambda X, y, w: np.full(X.shape[1], np.nan), "got nan"),
     (lambda X, y, w: w.shape[5], "raised IndexError"),
+    (lambda X, y, w: ex.logistic_gradient_loop(X, y, w), "calls logistic_gradient_loop, the "
+                                                         "course's own reference loop"),
 ])
 def test_wrong_gradient_is_rejected(wrong, message):
     with pytest.raises(AssertionError, match=f"(?s)^{EX3} .*{message}"):
