@@ -65,6 +65,28 @@ def test_solutions_pass(capsys):
     assert capsys.readouterr().out.count("passed") == 6
 
 
+def asarray_gradient(X, y, w, n_workers):  # converts the input first, then shards: right
+    X, y = np.asarray(X, dtype=float), np.array(y)
+    total = np.zeros(X.shape[1])
+    for s in splits.shards(len(y), n_workers):
+        total += X[s].T @ (X[s] @ w - y[s])
+    return total / len(y)
+
+
+def test_converting_the_input_first_is_a_style_not_a_way_round(capsys):
+    originals = (np.asarray, np.array, np.ascontiguousarray)
+    ex.check_mapreduce_gradient(asarray_gradient)
+    assert "passed" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="computed on all"):  # converted, then whole
+        ex.check_mapreduce_gradient(lambda X, y, w, m: _whole(np.asarray(X), np.asarray(y), w, m))
+    with pytest.raises(AssertionError, match="shards taken from X"):  # a list hides the shards
+        ex.check_mapreduce_gradient(
+            lambda X, y, w, m: _whole(np.array(X.tolist()), np.array(y.tolist()), w, m))
+    with pytest.raises(AssertionError, match="raised ZeroDivisionError"):
+        ex.check_mapreduce_gradient(lambda X, y, w, m: 1 / 0)
+    assert (np.asarray, np.array, np.ascontiguousarray) == originals  # numpy is given back
+
+
 def _whole(X, y, w, m):
     return X.T @ (X @ w - y) / len(y)
 
