@@ -23,8 +23,9 @@ Two measures of how old a gradient is are recorded for every update:
   most of the asynchronous-SGD literature calls staleness, τ).
 
 ``delay_scaled=True`` divides each step by 1 + its delay, η/(1 + τ): the older the gradient,
-the smaller its step, which keeps asynchronous SGD stable at step sizes where the plain rule
-diverges.
+the smaller its step. With m busy workers the delays are about m − 1, so this is about a
+constant η/m; it differs from that where delays differ (a straggler's gradients get smaller
+steps than the others').
 
 ``train``: the process calling it runs the ``Server`` and ``serve`` (the loop that hands out
 work); the engine ('simulated', 'processes', 'dask') carries the messages, so the same code
