@@ -20,6 +20,9 @@ Collectives in closed form (Thakur, Rabenseifner and Gropp 2005), for ``M`` byte
 (2(m − 1) steps of M/m bytes: each node sends 2(m − 1)/m · M bytes, bandwidth-optimal).
 A reduce leaves the sum on one node, an all-reduce on every node: compare like with like,
 with ``flat_allreduce_time`` and ``tree_allreduce_time`` (the reduce, then a broadcast back).
+MPICH's own all-reduces, the strongest in this model: ``recursive_doubling_allreduce_time``
+(short messages: log₂ m steps) and ``halving_doubling_allreduce_time`` (Rabenseifner's, long
+messages: bandwidth-optimal in 2 log₂ m steps), both for a power-of-two number of nodes.
 ``mlpar.cluster.collectives`` runs the same schedules on the simulated cluster.
 """
 
@@ -97,6 +100,26 @@ class CostModel:
         nbytes = validation.integer("nbytes", nbytes, minimum=0)
         return 2 * (m - 1) * self.transfer_time(-(-nbytes // m)) if m > 1 else 0.0
 
+    def recursive_doubling_allreduce_time(self, n_nodes: int, nbytes: int) -> float:
+        """Recursive doubling: in step k every node swaps its whole partial sum with the node
+        2^k away and adds, full duplex; ⌈log₂ m⌉ steps of ``nbytes``, half a tree's, so the
+        short-message all-reduce of MPICH (Thakur, Rabenseifner and Gropp 2005). ``n_nodes``
+        must be a power of two (other counts need an extra step that this form leaves out)."""
+        m = _power_of_two("n_nodes", n_nodes)
+        nbytes = validation.integer("nbytes", nbytes, minimum=0)
+        return int(math.log2(m)) * self.transfer_time(nbytes)
+
+    def halving_doubling_allreduce_time(self, n_nodes: int, nbytes: int) -> float:
+        """Rabenseifner's all-reduce: a reduce-scatter by recursive halving (steps of
+        ⌈M/2⌉, ⌈M/4⌉, … bytes, each node keeping the half it will own), then an all-gather by
+        recursive doubling (the same sizes back): 2 log₂ m steps, about 2(m − 1)/m · M bytes
+        per node, so bandwidth-optimal like the ring with far fewer steps; MPICH's choice for
+        long messages. ``n_nodes`` must be a power of two, as above."""
+        m = _power_of_two("n_nodes", n_nodes)
+        nbytes = validation.integer("nbytes", nbytes, minimum=0)
+        steps = [self.transfer_time(-(-nbytes // 2**k)) for k in range(1, int(math.log2(m)) + 1)]
+        return 2 * sum(steps)
+
     def worker_rngs(self, n_workers: int) -> list[np.random.Generator]:
         """One independent random stream per worker (``SeedSequence(seed).spawn``).
 
@@ -136,6 +159,13 @@ class CostModel:
         if self.jitter:
             text += f", jitter {self.jitter:g}"
         return text + ")"
+
+
+def _power_of_two(name: str, value) -> int:
+    m = validation.positive_int(name, value, maximum=1 << 30)
+    if m & (m - 1):
+        raise ValueError(f"{name}: expected a power of two (partners 1, 2, 4, … apart), got {m}")
+    return m
 
 
 def _bandwidth(beta: float) -> str:

@@ -27,7 +27,10 @@ Shared cores. ``cores`` (default: as many as nodes) is the number of cores the w
 runs on, as when the workers and the server are processes of one machine. With fewer cores
 than nodes the server has no core of its own: it runs on the core of the last worker, m − 1,
 so the server's link (its messages are work for a CPU: pickling, system calls) and that
-worker's computing exclude each other, first come first served. Only the server is folded
+worker's computing exclude each other, first come first served. This is a simplification, not
+the operating system's rule (it runs the server on whichever core is idle): with m equal
+workers it makes a round 2m message times + C/m, messages and compute never overlapping, and
+lesson 05's claim tests whether that price fits a real 2-core run. Only the server is folded
 onto a worker: workers that share cores among themselves are left to the calibration, which
 times their compute while they all run at once. Lesson 05 uses this for 2 workers on 2 cores.
 

@@ -61,3 +61,26 @@ def test_links_and_compute_measured_through_an_engine():
     assert 0 < per_sample < 1e-5
     with pytest.raises(ValueError, match="sizes"):
         measure_links(eng, sizes=(8, 8))
+
+
+def test_mpich_allreduces_against_tree_and_ring():
+    cost = CostModel(alpha=1e-3, beta=1e-9, latency=2e-4)
+    step = cost.transfer_time(40)
+    assert cost.recursive_doubling_allreduce_time(1, 40) == 0.0
+    assert cost.recursive_doubling_allreduce_time(256, 40) == pytest.approx(8 * step)
+    assert cost.recursive_doubling_allreduce_time(256, 40) == pytest.approx(
+        cost.tree_allreduce_time(256, 40) / 2)  # half the tree's steps
+    M = 10**8
+    for m in (2, 8, 64, 256):
+        rabenseifner = cost.halving_doubling_allreduce_time(m, M)
+        closed = 2 * np.log2(m) * (cost.alpha + cost.latency) + 2 * (m - 1) / m * M * cost.beta
+        assert rabenseifner == pytest.approx(closed, rel=1e-6)
+        assert rabenseifner <= cost.ring_allreduce_time(m, M)  # same bytes, fewer steps
+    assert cost.halving_doubling_allreduce_time(2, M) == pytest.approx(cost.ring_allreduce_time(2, M))
+    for bad in (3, 6, 100):
+        with pytest.raises(ValueError, match="n_nodes: expected a power of two"):
+            cost.halving_doubling_allreduce_time(bad, M)
+        with pytest.raises(ValueError, match="n_nodes: expected a power of two"):
+            cost.recursive_doubling_allreduce_time(bad, 40)
+    with pytest.raises(TypeError, match="n_nodes"):
+        cost.recursive_doubling_allreduce_time("8", 40)
