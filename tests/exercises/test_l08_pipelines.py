@@ -313,3 +313,38 @@ def test_grading_seed_adds_other_cases(monkeypatch):
 def test_pipeline_speedup_refuses_the_checks_reference():
     with pytest.raises(AssertionError, match="exercises.pipeline_speedup"):
         ex.check_pipeline_speedup(lambda p, m: ex.pipeline_speedup(p, m))
+
+
+def _simulated_speedup(p, m):  # measures the gain on the simulator instead of predicting it
+    from mlpar.algorithms.pipeline import schedules, simulator
+
+    naive = simulator.simulate(schedules.gpipe(p, 1), t_f=1.0 * m, t_b=2.0 * m).makespan
+    return naive / simulator.simulate(schedules.gpipe(p, m), t_f=1.0, t_b=2.0).makespan
+
+
+def _closed_form_speedup(p, m):
+    from mlpar.algorithms.pipeline import simulator
+
+    return p * m * 3.0 / simulator.closed_forms(p, m)["makespan"]
+
+
+@pytest.mark.parametrize("func, match", [(_simulated_speedup, "simulator.simulate"),
+                                         (_closed_form_speedup, "simulator.closed_forms")])
+def test_pipeline_speedup_refuses_the_simulator(func, match):
+    # Exercise 4 is a prediction: a call that measures the answer on the simulator is refused.
+    with pytest.raises(AssertionError, match=match):
+        ex.check_pipeline_speedup(func)
+
+
+def test_gpipe_makespan_refuses_the_simulator_from_a_thread():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mlpar.algorithms.pipeline import schedules, simulator
+
+    def in_a_thread(t_f, t_b, m, latency):
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(lambda: simulator.simulate(schedules.gpipe(len(t_f), m), t_f=t_f,
+                                                          t_b=t_b).makespan).result()
+
+    with pytest.raises(AssertionError, match="simulator.simulate"):
+        ex.check_gpipe_makespan(in_a_thread)
