@@ -188,10 +188,19 @@ def blas_kernel() -> str:
     import numpy as np  # noqa: F401 - loads numpy's BLAS, so that threadpoolctl sees it
     from threadpoolctl import threadpool_info
 
-    for pool in threadpool_info():
-        if pool.get("user_api") == "blas" and pool.get("architecture"):
-            return str(pool["architecture"])
-    return ""
+    return kernel_of_numpy_blas(threadpool_info())
+
+
+def kernel_of_numpy_blas(pools) -> str:
+    """The ``architecture`` of the BLAS that numpy itself loaded, among threadpoolctl's
+    ``pools`` (a process can hold several: scipy ships its own OpenBLAS, and the two may pick
+    different kernels); the first BLAS that reports one where no path names numpy; or ""."""
+    if isinstance(pools, (str, bytes, dict)) or not hasattr(pools, "__iter__"):
+        raise TypeError(f"pools: expected threadpoolctl's list of dicts, got {type(pools).__name__}")
+    reported = [p for p in pools if isinstance(p, dict) and p.get("user_api") == "blas"
+                and p.get("architecture")]
+    numpys = [p for p in reported if "numpy" in str(p.get("filepath", "")).lower()]
+    return str((numpys or reported)[0]["architecture"]) if reported else ""
 
 
 def cpu_spec() -> CpuSpec:

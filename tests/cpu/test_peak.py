@@ -70,3 +70,16 @@ def test_a_nominal_clock_is_not_an_upper_bound_and_says_so():
     assert maximum.upper_bound and str(maximum).startswith("spec peak")
     with pytest.raises(ValueError, match="gflops"):
         spec.implied_ghz(-1.0)
+
+
+def test_the_kernel_is_numpy_blas_own_where_scipy_loaded_another():
+    scipy_pool = {"user_api": "blas", "architecture": "SkylakeX",
+                  "filepath": "/site-packages/scipy.libs/libscipy_openblas.so"}
+    numpy_pool = {"user_api": "blas", "architecture": "Haswell",
+                  "filepath": "/site-packages/numpy.libs/libscipy_openblas64_.so"}
+    omp = {"user_api": "openmp", "filepath": "/x/libgomp.so"}
+    assert peak.kernel_of_numpy_blas([omp, scipy_pool, numpy_pool]) == "Haswell"
+    assert peak.kernel_of_numpy_blas([scipy_pool]) == "SkylakeX"  # no numpy path: the first
+    assert peak.kernel_of_numpy_blas([omp, {"user_api": "blas"}]) == ""  # none reports one
+    with pytest.raises(TypeError, match="pools"):
+        peak.kernel_of_numpy_blas(None)
