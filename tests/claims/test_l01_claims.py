@@ -62,3 +62,14 @@ def test_compute_claim_needs_horner_to_scale(two_cores):
     bad = _table(product=((1.0,), (1.0,)), horner=((2.0,), (1.6,)))
     assert l01.threads_speed_up_compute_bound_work(True, scaling=good).held is True
     assert l01.threads_speed_up_compute_bound_work(True, scaling=bad).held is False
+
+
+def test_memory_claim_holds_for_a_product_that_follows_its_roof_at_the_edge(two_cores):
+    # The weakest case where the claim applies: one thread streams exactly 80% of the roof and
+    # the product rises exactly as the roof does (1.25×); horner just over HORNER_GAIN.
+    follows = _table(product=((1.0,), (0.8,)), horner=((1.6,), (1.0,)), triad=((1.0,), (0.8,)))
+    assert l01.memory_bound_work_gains_less(True, scaling=follows).held is True
+    # horner at 1.52× would have judged that same product ✗ (1.25 / 1.52 > 0.8): n/a instead
+    weak = _table(product=((1.0,), (0.8,)), horner=((1.52,), (1.0,)), triad=((1.0,), (0.8,)))
+    claim = l01.memory_bound_work_gains_less(True, scaling=weak)
+    assert claim.held is None and "needs >= 1.56×" in claim.not_applicable
