@@ -53,7 +53,10 @@ def test_the_middle_round_is_judged_and_the_spread_printed(monkeypatch):
 
 
 def test_05_a_steady_miss_blames_the_model_and_a_scattered_one_the_machine(monkeypatch):
+    from mlpar.core import claims
+
     monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
+    monkeypatch.setattr(claims, "machine_causes", lambda: "")  # a quiet machine
     slow = mapreduce.typical([prediction(r, cores=2) for r in (1.4, 1.5, 1.6)])
     fast = mapreduce.typical([prediction(r, cores=2) for r in (0.6, 0.65, 0.7)])
     fast_free = mapreduce.typical([prediction(r, cores=3) for r in (0.6, 0.65, 0.7)])
@@ -71,6 +74,17 @@ def test_05_a_steady_miss_blames_the_model_and_a_scattered_one_the_machine(monke
     assert "quieter moment" in texts["scattered"] and "not noise" not in texts["scattered"]
     # one round alone cannot tell the model from the machine
     assert "quieter moment" in repr(c05.prediction_claim(prediction(1.6, cores=2)))
+
+
+def test_05_a_steady_miss_on_a_busy_machine_names_both(monkeypatch):
+    from mlpar.core import claims
+
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
+    monkeypatch.setattr(claims, "machine_causes", lambda: "the machine is busy (load 9)")
+    text = repr(c05.prediction_claim(mapreduce.typical(
+        [prediction(r, cores=2) for r in (1.6, 1.8, 2.0)])))
+    assert "busy through all of them" in text and "not noise" not in text
+    assert "idle workers" in text and "the machine is busy (load 9)" in text
 
 
 def test_06_prediction_claim_holds_within_the_tolerance_and_fails_outside():
