@@ -359,8 +359,12 @@ def _check_structure(calls, order, n_threads, lock, case):
            f"{case}: updates ran on the calling thread; start {n_threads} threading.Thread "
            "workers and let them call update")
     # A pool may hand two chunks to one of its threads, so any 2..n_threads threads will do.
+    # (Threads started and joined one at a time may also show one id: the next thread can get
+    # the ended one's id back.)
     expect(EPOCH, min(2, n_threads) <= len(idents) <= n_threads,
-           f"{case}: updates ran on {len(idents)} thread(s), expected {n_threads}")
+           f"{case}: updates ran on {len(idents)} thread(s), expected {n_threads}"
+           + (" (or the threads ran one after the other, each started after the previous one "
+              "was joined)" if len(idents) == 1 < n_threads else ""))
     counts = np.bincount([c[1] for c in calls], minlength=int(order.max()) + 1)
     wanted = np.bincount(order, minlength=int(order.max()) + 1)
     if not np.array_equal(counts[: wanted.size], wanted) or counts.size > wanted.size:
@@ -382,6 +386,12 @@ def _check_structure(calls, order, n_threads, lock, case):
                f"{case}: the lock was taken {lock.acquires} time(s) for {len(calls)} updates, "
                "expected once per update; holding it around a whole chunk lets only one "
                "thread work at a time")
+    # last: a lock around a whole chunk also stops the interleaving, and is named above
+    switches = sum(a[0] != b[0] for a, b in zip(calls, calls[1:]))
+    expect(EPOCH, n_threads < 2 or switches >= n_threads,
+           f"{case}: the updates never interleaved (the thread doing them changed only "
+           f"{switches} time(s) in {len(calls)} updates): each thread finished before the next "
+           "began, which is a serial loop. Start all the threads first, then join them all")
 
 
 def check_epochs(epoch) -> None:
@@ -391,7 +401,8 @@ def check_epochs(epoch) -> None:
     sample ``i`` of its chunk, on the shared ``w``. If ``lock`` is not None, each update runs
     while holding it (the locked variant); if it is None, without any lock (Hogwild).
     Checked: the threads, each sample once, the shared ``w``, the lock taken and released once
-    per update (a grading lock counts them), the threads joined, and the result.
+    per update (a grading lock counts them), the threads' updates interleaved (not one thread
+    after another), the threads joined, and the result.
     """
     problem = make_sparse_problem(301, 40, 0.1, seed=case_seed(15))  # 301: no thread count divides it
     order = np.random.default_rng(case_seed(6)).permutation(problem.n_samples)

@@ -148,3 +148,24 @@ def test_lock_free_claim_does_not_apply_on_one_core(monkeypatch):
              for v, r in (("locked", 4e6), ("lock-free", 1e7))]
     claim = l04.lock_free_beats_locked(runs=table)
     assert claim.held is None and "usable cores" in claim.not_applicable
+
+
+def test_lock_free_against_serial_reads_the_lessons_own_table(monkeypatch):
+    from types import SimpleNamespace
+
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
+
+    def run(variant, threads, rate):
+        return SimpleNamespace(variant=variant, threads=threads, updates_per_second=rate)
+
+    # beating the lock is not beating serial: 1.56x the locked run, yet slower than one thread
+    loaded = [run("serial", 1, 5.69e5), run("locked", 2, 2.83e5), run("lock-free", 2, 4.41e5)]
+    assert l04.lock_free_beats_locked(runs=loaded).held is True
+    against_serial = l04.lock_free_beats_serial(runs=loaded)
+    assert against_serial.held is False and against_serial.value == pytest.approx(4.41 / 5.69)
+    quiet = [run("serial", 1, 4.7e6), run("locked", 2, 4.2e6), run("lock-free", 2, 8.5e6)]
+    assert l04.lock_free_beats_serial(runs=quiet).held is True
+    with pytest.raises(ValueError, match="runs: expected SGDRun results including the serial"):
+        l04.lock_free_beats_serial(runs=[run("lock-free", 2, 5e6)])
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=1")
+    assert "usable cores" in l04.lock_free_beats_serial(runs=quiet).not_applicable

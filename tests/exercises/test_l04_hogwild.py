@@ -346,6 +346,14 @@ def one_thread_only(w, order, update, n_threads, lock):
     good_epoch(w, order, update, 1, lock)
 
 
+def one_after_another(w, order, update, n_threads, lock):
+    # serial dressed as parallel: each thread is joined before the next one starts
+    for chunk in np.array_split(order, n_threads):
+        worker = threading.Thread(target=good_epoch, args=(w, chunk, update, 1, lock))
+        worker.start()
+        worker.join()
+
+
 def test_epochs_accept_correct_solutions(capsys):
     ex.check_epochs(good_epoch)
     ex.check_epochs(good_epoch_pool_strided)
@@ -365,6 +373,7 @@ def test_epochs_accept_correct_solutions(capsys):
         (stale_copies, "received a copy of w"),
         (not_joined, "returned while its threads were still updating"),
         (one_thread_only, "updates ran on 1 thread\\(s\\), expected 2"),
+        (one_after_another, "never interleaved|or the threads ran one after the other"),
     ],
 )
 def test_epochs_reject_wrong_solutions(bad, match):
