@@ -143,8 +143,8 @@ def check_one_f_one_b_order(order_for_stage) -> None:
         gpipe = sim.simulate(sc.gpipe(p, m), t_f=1.0, t_b=2.0).makespan
         if run.makespan > gpipe + 1e-9:
             raise AssertionError(f"{name}: {case}: makespan {fmt(run.makespan)}, slower than "
-                                 f"GPipe's {fmt(gpipe)}: start with min(p-1-s, m) forwards so the "
-                                 "pipeline fills before the first backward")
+                                 f"GPipe's {fmt(gpipe)}: too few forwards before the first "
+                                 "backward, so the pipeline is not yet full when the backwards start")
     passed(name, f"{len(cases)} stages simulated: valid, at most min(p-s, m) activations, as fast as GPipe")
 
 
