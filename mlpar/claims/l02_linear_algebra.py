@@ -24,21 +24,41 @@ def past_cache_size() -> int:
     return mm.plan_blocking().sizes[-1]
 
 
-def loop_order_matters(quick: bool = False):
+#: The chain experiment's keys in ``mm.CHAIN_LOOPS`` order: ijk, ijk on Bᵀ, the same with
+#: fastmath, ikj.
+CHAIN_KEYS = tuple(mm.CHAIN_LOOPS)
+
+
+def _check_chain_rates(rates) -> None:
+    if not isinstance(rates, dict) or not set(CHAIN_KEYS) <= set(rates):
+        raise TypeError(f"rates: expected measure_chains's dict {{name: GFLOP/s}} with keys "
+                        f"{CHAIN_KEYS}, got {type(rates).__name__}")
+
+
+def loop_order_matters(quick: bool = False, *, rates=None):
     """ikj (unit stride, SIMD) is at least 3× faster than ijk (B read down its columns), at a
-    size that is not a power of two."""
+    size that is not a power of two.
+
+    ``rates``: ``mm.measure_chains``'s ``{name: GFLOP/s}`` at ``LOOP_ORDER_N``, already
+    measured (reused: the lesson times ijk and ikj once, for this claim and the chain claim).
+    """
     quick = validation.flag("quick", quick)
     n = 384 if quick else LOOP_ORDER_N
-    ijk = mm.measure_variant("ijk", n, repeat=2 if quick else 3)
-    ikj = mm.measure_variant("ikj", n, repeat=2 if quick else 3)
-    return claims.check("02", f"ikj vs ijk loop order, n = {n}", ijk.best / ikj.best,
+    if rates is not None:
+        _check_chain_rates(rates)
+        n = LOOP_ORDER_N
+        speedup = claims.ratio(rates[CHAIN_KEYS[3]], rates[CHAIN_KEYS[0]],
+                               names=("ikj rate", "ijk rate"))
+    else:
+        ijk = mm.measure_variant("ijk", n, repeat=2 if quick else 3)
+        ikj = mm.measure_variant("ikj", n, repeat=2 if quick else 3)
+        speedup = ijk.best / ikj.best
+    return claims.check("02", f"ikj vs ijk loop order, n = {n}", speedup,
                         at_least=3, unit="×",
                         cause="this core's adds have a short latency, or its compiler split "
                               "ijk's running total (see the chain claim)")
 
 
-#: The chain experiment's keys in ``mm.CHAIN_LOOPS`` order.
-CHAIN_KEYS = tuple(mm.CHAIN_LOOPS)
 
 
 def ijk_is_bound_by_its_chain(quick: bool = False, *, rates=None):
@@ -49,9 +69,8 @@ def ijk_is_bound_by_its_chain(quick: bool = False, *, rates=None):
     ``rates``: ``mm.measure_chains``'s ``{name: GFLOP/s}``, already measured (reused).
     """
     quick = validation.flag("quick", quick)
-    if rates is not None and (not isinstance(rates, dict) or not set(CHAIN_KEYS) <= set(rates)):
-        raise TypeError(f"rates: expected measure_chains's dict {{name: GFLOP/s}} with keys "
-                        f"{CHAIN_KEYS}, got {type(rates).__name__}")
+    if rates is not None:
+        _check_chain_rates(rates)
     n = 384 if quick else LOOP_ORDER_N
     if rates is None:
         rates = mm.measure_chains(n, repeat=2 if quick else 3)

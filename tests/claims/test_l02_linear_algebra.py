@@ -64,3 +64,14 @@ def test_blas_claim_reads_interleaved_rounds_and_can_fail(monkeypatch):
 def test_blas_threads_are_timed_in_interleaved_rounds():
     table = l02.mm.measure_blas_threads(32, (1, 2), repeat=3)
     assert [len(t.times) for t in table.timings] == [3, 3]
+
+
+def test_loop_order_claim_reuses_the_chain_measurement():
+    keys = l02.CHAIN_KEYS  # ijk, ijk on Bᵀ, fastmath, ikj
+    held = l02.loop_order_matters(rates=dict(zip(keys, (4.0, 4.2, 25.0, 22.0), strict=True)))
+    assert held.held is True and held.value == pytest.approx(5.5)
+    assert f"n = {l02.LOOP_ORDER_N}" in held.statement
+    close = l02.loop_order_matters(rates=dict(zip(keys, (10.0, 10.0, 25.0, 22.0), strict=True)))
+    assert close.held is False  # 2.2× is short of 3×
+    with pytest.raises(TypeError, match="rates"):
+        l02.loop_order_matters(rates={600: 1.0})
