@@ -12,6 +12,14 @@ from mlpar.algorithms.pipeline import simulator as sim
 from mlpar.exercises import as_array, call, call_refusing, case_seed, expect, fmt, passed
 
 
+def _one_number(name: str, got, what: str) -> float:
+    """``got`` as one float: a number, a 0-D array or a one-element array (``keepdims`` answers)."""
+    arr = as_array(name, got, what=what)
+    if arr.size != 1:
+        raise AssertionError(f"{name}: {what} should be 0-D (one number), got shape {arr.shape}")
+    return float(arr.reshape(()))
+
+
 def _gpipe_cases():
     """(t_f per stage, t_b per stage, m, latency): equal stages, one slow stage, a slow forward
     and a slow backward on different stages, latency, one stage, one micro-batch; two drawn."""
@@ -57,7 +65,7 @@ def check_gpipe_makespan(predict_makespan) -> None:
         p = len(t_f)
         case = f"t_f={t_f}, t_b={t_b}, m={m}, latency={fmt(lam)}"
         got = call_refusing(name, predict_makespan, banned, list(t_f), list(t_b), m, lam)
-        value = float(as_array(name, got, what=f"the makespan for {case}", ndim=0))
+        value = _one_number(name, got, f"the makespan for {case}")
         link = CostModel(alpha=0.0, beta=0.0, latency=lam) if lam else None
         truth = sim.simulate(sc.gpipe(p, m), t_f=t_f, t_b=t_b, link=link).makespan
         assert np.isclose(truth, gpipe_makespan(t_f, t_b, m, lam), rtol=1e-12)  # model = simulator
@@ -228,7 +236,7 @@ def check_pipeline_speedup(predict_speedup) -> None:
         got = call_refusing(name, predict_speedup, banned, p, m)
         expect(name, got is not None, f"{case}: your function returned None; did it forget to "
                "`return`?")
-        value = float(as_array(name, got, what=f"the speedup for {case}", ndim=0))
+        value = _one_number(name, got, f"the speedup for {case}")
         expected = pipeline_speedup(p, m)
         naive = sim.simulate(sc.gpipe(p, 1), t_f=1.0 * m, t_b=2.0 * m).makespan
         piped = sim.simulate(sc.gpipe(p, m), t_f=1.0, t_b=2.0).makespan

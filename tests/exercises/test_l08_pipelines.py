@@ -348,3 +348,10 @@ def test_gpipe_makespan_refuses_the_simulator_from_a_thread():
 
     with pytest.raises(AssertionError, match="simulator.simulate"):
         ex.check_gpipe_makespan(in_a_thread)
+
+
+def test_a_one_element_array_is_one_number(capsys):
+    # written differently: numpy reductions with keepdims give shape (1,), still one number
+    ex.check_gpipe_makespan(lambda f, b, m, lam: np.atleast_1d(gpipe_makespan(f, b, m, lam)))
+    ex.check_pipeline_speedup(lambda p, m: np.array([speedup(p, m)]))
+    assert capsys.readouterr().out.count("passed") == 2
