@@ -131,6 +131,35 @@ class PeerNetwork:
         self.ready[node] = max(self.ready[node], begin + seconds)
         return begin + seconds
 
+    def compute_many(self, nodes, n_samples) -> np.ndarray:
+        """``compute(nodes[k], n_samples[k])`` for every k, in order; returns the end times.
+
+        The same pricing (per sample, straggler, each node's own jitter stream), checked once
+        for all nodes instead of once per node: a round on 256 nodes is 256 computations.
+        """
+        nodes = np.asarray(nodes)
+        samples = np.asarray(n_samples)
+        if nodes.ndim != 1 or samples.shape != nodes.shape or not (
+                np.issubdtype(nodes.dtype, np.integer) and np.issubdtype(samples.dtype, np.integer)):
+            raise ValueError(f"nodes, n_samples: expected two 1-D integer arrays of one length, "
+                             f"got shapes {nodes.shape}, {samples.shape}")
+        if nodes.size and (nodes.min() < 0 or nodes.max() >= self.n_nodes or samples.min() < 0):
+            raise ValueError(f"nodes, n_samples: expected nodes in 0 … {self.n_nodes - 1} and "
+                             "sample counts >= 0")
+        cost, ends = self.cost, []
+        ready, cpu_free = self.ready.tolist(), self._cpu_free.tolist()
+        for node, n in zip(nodes.tolist(), samples.tolist()):
+            seconds = cost.per_sample * n  # as CostModel.compute_time, without its checks
+            if node == cost.straggler:
+                seconds *= cost.slowdown
+            if cost.jitter > 0:
+                seconds *= 1.0 + self._rngs[node].exponential(cost.jitter)
+            end = cpu_free[node] = max(ready[node], cpu_free[node]) + seconds
+            ready[node] = max(ready[node], end)
+            ends.append(end)
+        self.ready[:], self._cpu_free[:] = ready, cpu_free
+        return np.array(ends)
+
     def elapsed(self) -> float:
         """Virtual seconds until the last message or computation ended."""
         return float(max(self.ready.max(), self._out_free.max(), self._cpu_free.max()))

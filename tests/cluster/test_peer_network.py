@@ -73,3 +73,21 @@ def test_ring_allreduce_matches_the_cost_models_formula_with_latency():
     net = PeerNetwork(8, cost)
     gossip.ring_allreduce(net, [np.ones(1024) for _ in range(8)])
     assert net.elapsed() == pytest.approx(cost.ring_allreduce_time(8, 8 * 1024), rel=1e-12)
+
+
+def test_compute_many_equals_one_by_one():
+    # straggler and per-node jitter streams included: the same end times, bit for bit
+    cost = CostModel(alpha=1e-4, beta=1e-9, per_sample=1e-6, straggler=2, slowdown=3.0,
+                     jitter=0.5, seed=7)
+    one, many = PeerNetwork(5, cost), PeerNetwork(5, cost)
+    sizes = np.array([10, 0, 7, 3, 12])
+    for _ in range(3):
+        ends = [one.compute(i, int(sizes[i])) for i in range(5)]
+        one.transfer(0, 1, 64)
+        assert np.array_equal(many.compute_many(np.arange(5), sizes), ends)
+        many.transfer(0, 1, 64)
+    assert np.array_equal(one.ready, many.ready) and one.elapsed() == many.elapsed()
+    with pytest.raises(ValueError, match="nodes, n_samples"):
+        many.compute_many([0, 5], [1, 1])
+    with pytest.raises(ValueError, match="nodes, n_samples"):
+        many.compute_many([0, 1], [1.5, 1])

@@ -261,6 +261,7 @@ def dpsgd(X, y, W, *, lr: float = 0.5, n_rounds: int = 100, cost: CostModel | No
         edges.append(pairs)
         ranks.append(np.arange(len(pairs)) - first)
     net = PeerNetwork(n, cost, duplex=duplex)
+    nodes = np.arange(n)
     models = np.zeros((n, X.shape[1]))
     mean = models.mean(axis=0)
     losses, times, spread = [loss(X, y, mean)], [0.0], [0.0]
@@ -271,7 +272,7 @@ def dpsgd(X, y, W, *, lr: float = 0.5, n_rounds: int = 100, cost: CostModel | No
         else:  # average the models as they were, then add the step taken at one's own
             models = seq[t % len(seq)] @ models - lr * grads
         began = net.ready.copy()  # when each node could start this round
-        done = np.array([net.compute(i, int(sizes[i])) for i in range(n)])
+        done = net.compute_many(nodes, sizes)
         leave = done if order == "atc" else began  # Lian: send while the gradient is computed
         pairs, rank = edges[t % len(seq)], ranks[t % len(seq)]
         pairs = pairs[np.lexsort((leave[pairs[:, 0]], rank))]
@@ -306,6 +307,7 @@ def gradient_tracking(X, y, W, *, lr: float = 0.5, n_rounds: int = 100,
     bounds = np.array([s.start for s in parts] + [parts[-1].stop])
     sizes = np.diff(bounds)
     net = PeerNetwork(n, cost)
+    nodes = np.arange(n)
     links = [np.argwhere((w.T > 0) & ~np.eye(n, dtype=bool)) for w in seq]
     models = np.zeros((n, X.shape[1]))
     grads = local_gradients(X, y, bounds, models)
@@ -318,7 +320,7 @@ def gradient_tracking(X, y, W, *, lr: float = 0.5, n_rounds: int = 100,
         fresh = local_gradients(X, y, bounds, models)
         tracker = w @ (tracker + fresh - grads)
         grads = fresh
-        done = np.array([net.compute(i, int(sizes[i])) for i in range(n)])
+        done = net.compute_many(nodes, sizes)
         pairs = links[t % len(seq)]
         net.transfer_many(pairs[:, 0], pairs[:, 1], 2 * 8 * X.shape[1], done[pairs[:, 0]])
         mean = models.mean(axis=0)
