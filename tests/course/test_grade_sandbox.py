@@ -159,9 +159,11 @@ def test_stopping_the_grader_stops_grading_at_once_and_leaves_nothing_running(tm
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "ann.ipynb").write_text(json.dumps(nb))
     before = _graded_processes()
+    (tmp_path / "tmp").mkdir()  # a SIGKILLed grader cannot remove its own log folder: keep it here
     grader = subprocess.Popen([sys.executable, "-m", "mlpar.course", "grade", str(tmp_path / "sub"),
                                "--out", str(tmp_path / "g.csv"), "--timeout", "300"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, TMPDIR=str(tmp_path / "tmp")))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not _graded_processes() - before:
         time.sleep(0.2)  # until the grading process runs
@@ -176,6 +178,8 @@ def test_stopping_the_grader_stops_grading_at_once_and_leaves_nothing_running(tm
         assert grader.returncode == 130 and "--resume" in err
     assert _graded_processes() - before == set()
     assert (tmp_path / "g.csv").read_text().startswith("student,lesson,exercise")
+    if how != "SIGKILL":
+        assert os.listdir(tmp_path / "tmp") == []
 
 
 def test_a_function_that_never_returns_fails_its_check_and_grading_goes_on():
