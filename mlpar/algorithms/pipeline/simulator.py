@@ -137,8 +137,10 @@ class Timeline:
         if v > 1:
             handles += [Patch(color="tab:grey", alpha=float(a), label=f"chunk {c}")
                         for c, a in enumerate(alphas)]
+        # one row above the axes while it leaves room for the title on the left; two rows beyond
+        ncol = len(handles) if len(handles) <= 4 else (len(handles) + 1) // 2
         ax.legend(handles=handles, fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0),
-                  ncol=len(handles), frameon=False, borderaxespad=0.1, handlelength=1.0)
+                  ncol=ncol, frameon=False, borderaxespad=0.1, handlelength=1.0)
         return ax
 
 

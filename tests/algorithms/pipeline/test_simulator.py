@@ -293,3 +293,16 @@ def test_widget_every_schedule_size_and_remat():
     t.plot(left, numbers=len(t.ops) <= 96)
     sim.plot_memory_vs_bubble(runs, right)
     plt.close(fig)
+
+
+@pytest.mark.parametrize("v, columns", [(2, 4), (4, 3)])
+def test_gantt_legend_wraps_to_two_rows_when_it_would_run_into_the_title(v, columns):
+    # v = 4: F, B and four chunk shades in one row spanned the axes and covered its title
+    import matplotlib
+
+    matplotlib.use("Agg")
+    t = sim.simulate(sc.interleaved(4, 8, v), t_f=1 / v, t_b=2 / v)
+    ax = t.plot(title="interleaved")
+    legend = ax.get_legend()
+    assert [x.get_text() for x in legend.get_texts()] == ["F", "B"] + [f"chunk {c}" for c in range(v)]
+    assert legend._ncols == columns
