@@ -91,6 +91,9 @@ def likely_cause(prediction: mapreduce.Prediction) -> str:
     slower than the model mean a cost the calibration (echoes to idle workers, compute timed
     alone) never saw.
     """
+    if not isinstance(prediction, mapreduce.Prediction):
+        raise TypeError(f"prediction: expected a mapreduce.Prediction, got "
+                        f"{type(prediction).__name__}")
     if prediction.spread is None:
         return _BUSY
     low, high = prediction.spread

@@ -34,6 +34,8 @@ def test_05_prediction_is_judged_wherever_each_worker_has_a_core(monkeypatch, co
 def test_05_prediction_claim_refuses_something_else():
     with pytest.raises(TypeError, match="prediction: expected a mapreduce.Prediction"):
         c05.prediction_claim(1.5)
+    with pytest.raises(TypeError, match="prediction: expected a mapreduce.Prediction"):
+        c05.likely_cause(None)
 
 
 def test_the_middle_round_is_judged_and_the_spread_printed(monkeypatch):
