@@ -62,7 +62,7 @@ def fast_smo_keeps_up_with_libsvm(quick: bool = False):
     """SMO with shrinking and a column cache fits a hard problem in at most 1.5× SVC's time."""
     quick = validation.flag("quick", quick)
     figures = svm_bench.versus_libsvm(1000 if quick else 3000, 1000.0, 10.0,
-                                      repeat=3 if quick else 2)
+                                      repeat=2)
     value = figures["ratio"] if figures["objective_rel_diff"] <= OBJECTIVE_RTOL else np.nan
     return claims.check("09", "fast SMO's fit time / SVC's on circles (C=1000, γ=10)", value,
                         at_most=FAST_OVER_SVC, unit="×",

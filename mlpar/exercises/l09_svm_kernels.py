@@ -139,6 +139,10 @@ def _pair_mistakes(args):
     return found
 
 
+# The lesson's own pair step does the whole exercise in one call: refused, however it is reached.
+_PAIR_REFERENCES = {smo.pair_step: "the lesson's SMO pair step"}
+
+
 def check_pair_update(func) -> None:
     """``func(a_i, a_j, y_i, y_j, G_i, G_j, K_ii, K_jj, K_ij, C)`` -> new ``(a_i, a_j)``."""
     name = "pair_update"
@@ -150,7 +154,7 @@ def check_pair_update(func) -> None:
         if -y_i * G_i + y_j * G_j <= 0:  # SMO only updates a violating pair
             continue
         case = ", ".join(f"{k}={fmt(v)}" for k, v in zip(PAIR_ARGS, args))
-        got = call(name, func, *args)
+        got = call_refusing(name, func, _PAIR_REFERENCES, *args)
         pair = as_array(name, got, what=f"the result for ({case})", shape=(2,), finite=False)
         new_i, new_j = (float(v) for v in pair)
         _, ref_i, ref_j = smo.pair_step(*args)
@@ -204,6 +208,19 @@ def wss2_scores(i, y, alpha, G, K_diag, K_row, C, *, unit_diagonal=False, power=
     a = diag_i + diag - factor * K_row
     a = np.where(a > 0, a, TAU)
     scores = -np.abs(b) ** power / a
+    return np.where(in_low(y, alpha, C) & (b > 0), scores, np.inf)
+
+
+def _clipped_scores(i, y, alpha, G, K_diag, K_row, C):
+    # A misreading: minus the decrease of the step *clipped* to the box, b t - a t^2 / 2 with
+    # t = min(b / a, room_i, room_t), for every candidate (``inf`` elsewhere).
+    v = -y * G
+    b = v[i] - v
+    a = np.where(K_diag[i] + K_diag - 2.0 * K_row > 0, K_diag[i] + K_diag - 2.0 * K_row, TAU)
+    room_i = C - alpha[i] if y[i] > 0 else alpha[i]
+    room = np.where(y > 0, alpha, C - alpha)
+    t = np.minimum(np.minimum(b / a, room_i), room)
+    scores = -(b * t - 0.5 * a * t * t)
     return np.where(in_low(y, alpha, C) & (b > 0), scores, np.inf)
 
 
@@ -282,6 +299,10 @@ def _partner_problems(j, i, y, alpha, G, K_diag, K_row, C, case) -> list[tuple[s
             j, wss2_scores(i, y, alpha, G, K_diag, K_row, C, power=1)),
         "the factor 2 on K_ij is missing from a = K_ii + K_jj - 2 K_ij": _is_argmin(
             j, wss2_scores(i, y, alpha, G, K_diag, K_row, C, factor=1.0)),
+        "you ranked the partners by the decrease of the step clipped to the box [0, C]; WSS2 "
+        "ranks by b^2/a, the unclipped step's decrease (up to the factor 1/2), and ignores the "
+        "box when it chooses j (the box only clips the step that follows)": _is_argmin(
+            j, _clipped_scores(i, y, alpha, G, K_diag, K_row, C)),
         "you minimised b^2/a; WSS2 maximises it (minimises -b^2/a)": _is_argmin(
             j, np.where(np.isfinite(scores), -scores, np.inf)),
         "j looks like a position among the candidates, not an index into y":
@@ -569,14 +590,20 @@ def speedup_model(n_jobs, job_seconds, dispatch_seconds, workers):
 _WSS2_REFERENCES.update({wss2_scores: "the check's WSS2 scores",
                          _partner_problems: "the check's diagnosis"})
 
-SPEEDUP_CASES = ((27, 2e-3, 1e-4, 2), (27, 2e-3, 1e-3, 2), (10, 0.05, 2e-4, 4),
-                 (8, 0.01, 0.0, 3), (100, 1e-3, 5e-4, 8), (5, 0.2, 0.01, 16))
+# The first case has hand-outs longer than the rounds (J c > ceil(J/p) t), so an answer that
+# overlaps them with the jobs is told apart from one that leaves them out.
+SPEEDUP_CASES = ((100, 1e-3, 5e-4, 8), (27, 2e-3, 1e-4, 2), (27, 2e-3, 1e-3, 2),
+                 (10, 0.05, 2e-4, 4), (8, 0.01, 0.0, 3), (5, 0.2, 0.01, 16))
 
 
 def _speedup_mistakes(J, t, c, p):
     return {
         "the rounds are J/p; a worker runs whole jobs, so it takes ceil(J/p) rounds":
             J * t / (J * c + J / p * t),
+        "you let the hand-outs overlap the jobs (parallel time max(J c, ceil(J/p) t)): a fair "
+        "model of a dispatcher that runs beside the workers, but this exercise assumes no job "
+        "runs during a hand-out, so the J hand-outs and the rounds add up":
+            J * t / max(J * c, math.ceil(J / p) * t) if J * c > math.ceil(J / p) * t else math.nan,
         "the dispatch cost is missing (J c: the hand-offs are made one after another)":
             J * t / (math.ceil(J / p) * t),
         "the dispatch cost is divided among the workers; one process makes all J hand-offs":

@@ -100,9 +100,11 @@ class CascadeResult:
 
     @property
     def overlap_seconds(self) -> float:
-        """Job time that ran while another job was running: the sum of the job times minus the
-        time at least one job ran (0 when every job ran alone). Measured from each job's own
-        start and end stamps, not inferred from the wall clock."""
+        """The sum of the job times minus the time at least one job ran (0 when every job ran
+        alone): with two workers, how long two jobs were running at once (k jobs at once for d
+        seconds add (k - 1) d). Measured from each job's own start and end stamps, not inferred
+        from the wall clock; "at once" means both had started and neither had ended, so jobs
+        that took turns on the GIL or on a shared core still count."""
         return max(self.total_seconds - busy_seconds(self.job_intervals), 0.0)
 
     def summary(self) -> str:
