@@ -251,8 +251,12 @@ def dpsgd(X, y, W, *, lr: float = 0.5, n_rounds: int = 100, cost: CostModel | No
     nbytes = 8 * X.shape[1] if message_bytes is None else validation.integer(
         "message_bytes", message_bytes, minimum=0)
     # Messages of a round: j → i wherever W_ij > 0 (i ≠ j). Each sender sends to its nearest
-    # neighbour (by offset i − j mod n) first: on a ring, everybody sends right, then left,
-    # in parallel, instead of a wave of senders waiting for each other's receivers.
+    # neighbour (by offset i − j mod n) first: on a full-duplex ring, everybody sends right,
+    # then left, in parallel, instead of a wave of senders waiting for each other's receivers.
+    # With half-duplex links (duplex=False) a receiver may be busy sending, and first come,
+    # first served lets waits chain along neighbours: a round can take several times its 2d
+    # message times (lesson 07 §8 prints the ratio). That order is the one section 7's real
+    # 4-node ring matched; a schedule agreed in advance (an edge colouring) would not wait.
     edges, ranks = [], []
     for w in seq:
         pairs = np.argwhere((w.T > 0) & ~np.eye(n, dtype=bool))

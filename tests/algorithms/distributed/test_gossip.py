@@ -284,3 +284,21 @@ def test_push_sum_reaches_the_average_on_an_irregular_digraph():
     assert np.ptp(agreed) < 1e-9 and abs(agreed[0] - x0.mean()) > 1e-3  # agrees, wrongly
     with pytest.raises(ValueError, match="x0"):
         G.push_sum(g, x0[:5], 3)
+
+
+@pytest.mark.parametrize("name", ["ring", "torus", "exponential"])
+def test_a_round_never_beats_its_messages_on_one_link(name):
+    # Lesson 07 §8 prints the round beside 2d message times: a half-duplex node sends d and
+    # receives d messages on one link, so no round is shorter; full duplex, d for the
+    # circulant graphs, whose nearest-neighbour-first order has no waits.
+    X, y = house_prices.load()
+    n = 64
+    W = T.exponential_matrix(n) if name == "exponential" else T.topology_matrix(name, n)
+    d = int(((W > 0).sum(axis=0) - 1).max())
+    cost = CostModel(alpha=1.0, beta=0.0, per_sample=0.0)
+    half = G.dpsgd(X, y, W, lr=0.01, n_rounds=10, cost=cost, duplex=False)
+    assert half.times[-1] / 10 >= 2 * d - 1e-9
+    full = G.dpsgd(X, y, W, lr=0.01, n_rounds=10, cost=cost)
+    assert full.times[-1] / 10 >= d - 1e-9
+    if name != "torus":
+        assert full.times[-1] / 10 == pytest.approx(d)
