@@ -52,6 +52,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mlpar.core import cleanup
 from mlpar.course.grading import channel
 
 TOKEN_VARIABLE = "MLPAR_GRADING_TOKEN"
@@ -189,8 +190,49 @@ def _end(proc: subprocess.Popen, token: str) -> None:
             proc.kill()
             proc.wait()
         return
+    members = _group_members(proc.pid)
     _kill_group(proc.pid)
-    _sweep(token)
+    gone = _sweep(token)
+    _release_shared_memory(proc, members + gone)
+
+
+def _group_members(pgid: int) -> list[int]:
+    """The pids of process group ``pgid`` now (the run and what it started without setsid)."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(p.pid) == pgid:
+                found.append(p.pid)
+        except OSError:  # exited meanwhile
+            continue
+    return found
+
+
+def _release_shared_memory(proc: subprocess.Popen, pids: list[int]) -> None:
+    """Remove the /dev/shm entries (loky's semaphores, joblib's folders) of a killed run.
+
+    The runner leaves with ``os._exit`` and its group is killed, so neither its exit handlers
+    nor loky's resource tracker (killed in the same group) unlink what its pools made: nine
+    semaphores per run that used a joblib pool, until the next pool's tidy-up. In the sandbox
+    ``/dev/shm`` is the run's own and goes with it; here the grader removes them itself, once
+    every owner is gone (a killed process that is not yet reaped still counts as alive).
+    """
+    import psutil
+
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # cannot happen after SIGKILL; never block grading on it
+        return
+    others = []
+    for pid in set(pids) - {proc.pid}:
+        try:
+            others.append(psutil.Process(pid))
+        except psutil.Error:
+            continue
+    psutil.wait_procs(others, timeout=5)
+    cleanup.remove_stale_shm(owners={proc.pid, *pids})
 
 
 EXTRA_PROCESSES = 512  # processes a submission may add to its user's (a fork bomb stops there)
