@@ -246,8 +246,8 @@ def verify_workers(client, *, timeout: float = VERIFY_TIMEOUT) -> dict[str, dict
             f"{client.scheduler.address} cannot run mlpar's tasks (this client: mlpar "
             f"{want['mlpar']}, numpy {want['numpy']}, Python {platform.python_version()}):\n  "
             + "\n  ".join(problems)
-            + "\nInstall the same mlpar version on every worker (README: Run on a real "
-              "cluster), or stop those workers; no task was sent.")
+            + "\nInstall the same mlpar version on every worker (docs/cluster.md, "
+              "Several machines), or stop those workers; no task was sent.")
     return answers
 
 

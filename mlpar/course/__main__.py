@@ -67,7 +67,7 @@ def _grading_commands(sub) -> None:
     p = sub.add_parser(
         "grade", help="grade a class's notebooks into a CSV",
         description="Grade every notebook under SUBMISSIONS (one folder per student, or a flat LMS "
-                    "export) against the official lessons; see the README's grading section.",
+                    "export) against the official lessons; see docs/grading.md.",
         epilog="flags: " + "; ".join(f"{k}: {v}" for k, v in FLAGS.items()))
     p.add_argument("submissions", type=Path)
     p.add_argument("--out", type=Path, required=True, help="grades CSV, one row per exercise")

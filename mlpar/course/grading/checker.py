@@ -18,7 +18,7 @@ subclasses, recorders) or CUDA kernels it uses. Those stay in the runner, as bef
 is not plain data, such as an executor, is handed back to the runner at run time too). There a
 determined student can still reach the check's frames and the process's state: the flag
 ``tampering`` and the run-time snapshot (:mod:`~mlpar.course.grading.integrity`) catch the
-ways that are known, not every way. The README's threat model lists them.
+ways that are known, not every way. The threat model in docs/grading.md lists them.
 
 Started by :mod:`~mlpar.course.grading.sandbox` as ``python -I -B -m
 mlpar.course.grading.checker REQUESTS ANSWERS EVENTS`` (three pipe descriptors) with the job

@@ -206,7 +206,7 @@ def grade(folder: Path, out: Path, *, official: Path | None = None, jobs: int = 
          + (f", {len(found) - len(todo)} already graded" if len(found) > len(todo) else "")
          + f"; seed {options.seed}")
     echo(f"isolation: {'bubblewrap sandbox' if how == 'bwrap' else 'process groups only, NOT sandboxed'}"
-         + ("" if how == "bwrap" else f" ({why}; see the README's grading section)"))
+         + ("" if how == "bwrap" else f" ({why}; see docs/grading.md)"))
     rows_all, notes = [], {}
 
     def finish(sub, rows, seconds):

@@ -30,7 +30,7 @@ when it ends, the group is killed and so is every process still carrying the run
 environment, until a pass finds none; then the scratch folder is removed (read-only folders a
 submission left are made writable first). A process that left the group *and* dropped its
 environment escapes this, and the submission can read and write whatever the grader's user can:
-run it as an unprivileged user, and install bubblewrap (the README says how).
+run it as an unprivileged user, and install bubblewrap (docs/grading.md says how).
 
 ``MLPAR_GRADING_SANDBOX=bwrap`` refuses to grade without the sandbox.
 """
