@@ -112,7 +112,7 @@ class RunnerGone(BaseException):  # noqa: N818
 
 def judge(check, function, step: float | None, memory_mb: int) -> tuple[bool, str, list[str], list[str]]:
     """``(passed, message, flags, detail)`` of ``check(function)`` under the step's time limit."""
-    from mlpar.course.grading.runner import StepTimeout, step_limit
+    from mlpar.course.grading.steps import StepTimeout, step_limit
 
     flags, detail = [], []
     passed, message = False, ""
@@ -142,7 +142,7 @@ def judge(check, function, step: float | None, memory_mb: int) -> tuple[bool, st
 
 def _exception(name: str, message: str) -> BaseException:
     """An exception the check's ``call`` reports as the student's function raising ``name``."""
-    from mlpar.course.grading.runner import StepTimeout
+    from mlpar.course.grading.steps import StepTimeout
 
     known = {"NotImplementedError": NotImplementedError, "AssertionError": AssertionError,
              "MemoryError": MemoryError, "StepTimeout": StepTimeout}
@@ -189,7 +189,7 @@ class Proxy:
         self._deadline = None if step is None else time.monotonic() + step + _MARGIN
 
     def _late(self):
-        from mlpar.course.grading.runner import StepTimeout
+        from mlpar.course.grading.steps import StepTimeout
 
         return StepTimeout(f"ran past the {self._step:g} s limit of one step")
 

@@ -12,12 +12,13 @@ so what was graded before a crash or a timeout survives it.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import os
 import sys
 import time
+
+from mlpar.course.grading.steps import StepTimeout, step_limit  # noqa: F401  (the checker's too)
 
 
 def _first_line(text: str, limit: int = 300) -> str:
@@ -54,32 +55,6 @@ def _shell():
     config = Config()
     config.HistoryManager.enabled = False
     return InteractiveShell.instance(config=config)
-
-
-class StepTimeout(BaseException):
-    """A solution cell or a check ran past its share of the time (not an ``Exception``, so the
-    checks' ``call`` does not turn it into a wrong answer)."""
-
-
-@contextlib.contextmanager
-def step_limit(seconds: float | None):
-    """Raise :class:`StepTimeout` in this (main) thread after ``seconds`` (None: no limit)."""
-    import signal
-
-    if not seconds:
-        yield
-        return
-
-    def expire(signum, frame):
-        raise StepTimeout(f"ran past the {seconds:g} s limit of one step")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def serve(calls: dict, name: str, function, step, flags: list, detail: list) -> bool:
