@@ -69,13 +69,14 @@ def call(exercise: str, func: Callable, *args, **kwargs):
         ) from exc
 
 
-def call_refusing(exercise: str, func, refused: dict, *args):
+def call_refusing(exercise: str, func, refused: dict, *args, why: str = ""):
     """``call(exercise, func, *args)``, refusing an answer that calls one of ``refused``
-    (``{function: what it is}``) however it reached it (``checks.f``, an alias, a helper, a
-    thread): a profiler watches every Python call the answer makes, so the refusal looks at what
-    the code does, not at how it is spelled. For an exercise that asks the student to build what
-    the library or the check already has (issue 35): calling it writes nothing."""
-    codes = {f.__code__: f"{what} ({f.__module__}.{f.__name__})" for f, what in refused.items()}
+    (``{function: what it is}``) however it reached it (``checks.f``, an alias, a ``getattr``,
+    a helper, a thread): a profiler watches every Python call the answer makes, so the refusal
+    looks at what the code does, not at how it is spelled. For an exercise that asks the student
+    to build what the library or the check already has (issue 35). ``why`` says what to do
+    instead."""
+    codes = {f.__code__: f"{what} ({f.__module__}.{f.__qualname__})" for f, what in refused.items()}
     hit = []
 
     def watch(frame, event, arg):
@@ -97,7 +98,7 @@ def call_refusing(exercise: str, func, refused: dict, *args):
     if hit:
         raise AssertionError(
             f"{exercise}: your answer calls {hit[0]}; the exercise asks you to write that "
-            "computation yourself, not to call it")
+            "computation yourself, not to call it" + (f". {why}" if why else ""))
     return result
 
 

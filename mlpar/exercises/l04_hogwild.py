@@ -5,7 +5,6 @@ through a counting lock and a recording update)."""
 from __future__ import annotations
 
 import math
-import sys
 import threading
 import time
 
@@ -17,6 +16,7 @@ from mlpar.algorithms.sgd.sparse_logistic import logistic_loss
 from mlpar.exercises import (
     as_array,
     call,
+    call_refusing,
     case_seed,
     expect,
     expect_close,
@@ -132,36 +132,6 @@ def check_rho(rho) -> None:
     passed(name, "a single row, empty rows, rows sharing several columns and random patterns")
 
 
-def call_without(name: str, func, args, references: dict, *, why: str):
-    """``call(name, func, *args)``, refused when it runs one of ``references`` (the library's own
-    answers, ``{function: its name as the student imports it}``).
-
-    What the call *does* is watched (``sys.setprofile`` sees every Python frame it enters), not
-    how it is spelled: an alias, a ``getattr`` or a wrapper around the library function is
-    refused as well, and so is a call made from a thread the function starts
-    (``threading.setprofile`` watches those). ``why`` says what the exercise asks for instead.
-    """
-    codes = {f.__code__: label for f, label in references.items()}
-    used = []
-
-    def watch(frame, event, arg):
-        if event == "call" and frame.f_code in codes:
-            used.append(codes[frame.f_code])  # list.append: safe from several threads
-
-    previous, previous_threads = sys.getprofile(), threading.getprofile()
-    sys.setprofile(watch)
-    threading.setprofile(watch)  # threads started during the call (a pool, a Thread)
-    try:
-        got = call(name, func, *args)
-    finally:
-        sys.setprofile(previous)
-        threading.setprofile(previous_threads)
-    if used:
-        raise AssertionError(f"{name}: your function calls the library's `{used[0]}`, which is "
-                             f"the answer this exercise asks you to work out. {why}")
-    return got
-
-
 # --- Exercise 3: predict the stale-read rate from the model, then measure it ----------------
 
 PREDICT = "Exercise 3 (predict the stale-read rate)"
@@ -198,10 +168,10 @@ def check_stale_prediction(predict, measured: ConflictCount | None = None) -> No
             (1 - density ** others, "1 − d^(P−1) is 'not all of them wrote'; you need 1 − "
                                     "(chance that none wrote) = 1 − (1 − d)^(P−1)."),
         ]
-        got = call_without(PREDICT, predict, (density, threads),
-                           {stale_rate_model: "conflicts.stale_rate_model"},
-                           why="Write the model from its two ingredients: each other thread "
-                               "writes w_j with probability d while yours is in flight.")
+        got = call_refusing(PREDICT, predict, {stale_rate_model: "the library's model"},
+                            density, threads,
+                            why="Write the model from its two ingredients: each other thread "
+                                "writes w_j with probability d while yours is in flight.")
         _diagnose(PREDICT, case, got, expected, misreadings,
                   "Each of the other P − 1 threads makes about one update while yours is in "
                   "flight and writes w_j with probability d; the read is stale if at least one "

@@ -16,7 +16,7 @@ import numpy as np
 from mlpar.cluster import tasks
 from mlpar.cluster.cost_model import CostModel
 from mlpar.cluster.engines import SimulatedEngine
-from mlpar.exercises import as_array, call, case_seed, expect, expect_close, fmt, passed
+from mlpar.exercises import as_array, call, call_refusing, case_seed, expect, expect_close, fmt, passed
 
 # numpy functions that compute with their arguments (not merely reshape or split them)
 _ARITHMETIC = {"dot", "matmul", "einsum", "tensordot", "inner", "vdot", "sum", "mean", "outer",
@@ -164,11 +164,10 @@ def _without_simulator(name: str, func, args, what: str):
     """The student's call, refused when it runs the simulator (the library's version of the
     round the exercise asks to work out): ``SimulatedCluster`` behind every engine and helper."""
     from mlpar.cluster.simulated_cluster import SimulatedCluster
-    from mlpar.exercises.l04_hogwild import call_without
 
-    return call_without(name, func, args, {SimulatedCluster.__init__: "SimulatedCluster"},
-                        why=f"Work out {what} from the events yourself; the check compares it "
-                            "with the simulator.")
+    return call_refusing(name, func, {SimulatedCluster.__init__: "the library's simulator"}, *args,
+                         why=f"Work out {what} from the events yourself; the check compares it "
+                             "with the simulator.")
 
 
 def _number(name: str, got, case: str) -> float:

@@ -13,6 +13,7 @@ from mlpar.cluster.cost_model import CostModel
 from mlpar.core import seeding, splits
 from mlpar.exercises import (
     call,
+    call_refusing,
     case_seed,
     expect,
     expect_close,
@@ -20,7 +21,6 @@ from mlpar.exercises import (
     passed,
     refuse_unless_close,
 )
-from mlpar.exercises.l04_hogwild import call_without
 
 
 def harmonic(m: int) -> float:
@@ -71,10 +71,9 @@ def check_ratio(predict, measured=None) -> None:
                           "the largest one, whose mean is H_m."),
             ((1 + h) / (2 * m), "Both schedules apply m updates; do not divide by m again."),
         ]
-        got = call_without(RATIO, predict, (m,),
-                           {sync_async_ratio_model: "exercises.sync_async_ratio_model",
-                            harmonic: "exercises.harmonic"},
-                           why="Write (sync time) ÷ (async time) from the model yourself.")
+        got = call_refusing(RATIO, predict, {sync_async_ratio_model: "the library's model",
+                                             harmonic: "the library's harmonic number"}, m,
+                            why="Write (sync time) ÷ (async time) from the model yourself.")
         _refuse(RATIO, f"m = {m}", got, sync_async_ratio_model(m), misreadings,
                 "A synchronous round of m updates waits for the largest of m tasks T(1 + E); "
                 "m asynchronous updates take one mean task.")
@@ -167,10 +166,9 @@ def check_sync_step_limit(step_limit) -> None:
             (2 / (m * np.abs(X).max() ** 2), "The largest entry of X is not the curvature: use "
                                              "the largest eigenvalue of XᵀX/n."),
         ]
-        got = call_without(STEP, step_limit, (X.copy(), m),
-                           {sync_step_limit_model: "exercises.sync_step_limit_model",
-                            curvature: "exercises.curvature"},
-                           why="Compute L from X and combine it with what a round does.")
+        got = call_refusing(STEP, step_limit, {sync_step_limit_model: "the library's model",
+                                               curvature: "the library's curvature"}, X.copy(), m,
+                            why="Compute L from X and combine it with what a round does.")
         refuse_unless_close(STEP, f"for X of shape {X.shape} and m = {m}:", got,
                             sync_step_limit_model(X, m), misreadings,
                             "A round is one step of mη along the mean gradient; gradient descent "

@@ -140,6 +140,7 @@ def test_wrong_rhos_are_refused_with_the_reason(case):
     assert reason in str(err.value)
 
 
+LIBRARY = "library's model (mlpar.algorithms.sgd.conflicts"  # how the refusal names it
 WRONG_PREDICTIONS = {
     "threads ignored": (lambda d, p: d, "ignores the thread count"),
     "own thread counted": (lambda d, p: 1 - (1 - d) ** p, "own thread"),
@@ -149,12 +150,12 @@ WRONG_PREDICTIONS = {
     "not all of them wrote": (lambda d, p: 1 - d ** (p - 1), "not all of them"),
     "linearised only at small d": (lambda d, p: min(1.0, (p - 1) * d), "at least one"),
     "returns None": (lambda d, p: None, "forget to `return`"),
-    "the library's model": (lambda d, p: stale_rate_model(d, p), "library's `conflicts"),
+    "the library's model": (lambda d, p: stale_rate_model(d, p), LIBRARY),
     "the library's model, reached by getattr": (
         lambda d, p: getattr(__import__("mlpar.algorithms.sgd.conflicts", fromlist=["x"]),
-                             "stale_rate" + "_model")(d, p), "library's `conflicts"),
+                             "stale_rate" + "_model")(d, p), LIBRARY),
     "the library's model, run on a thread": (
-        lambda d, p: _on_a_thread(stale_rate_model, d, p), "library's `conflicts"),
+        lambda d, p: _on_a_thread(stale_rate_model, d, p), LIBRARY),
 }
 
 
