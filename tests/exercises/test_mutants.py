@@ -4,8 +4,9 @@
 prints the score per check. Here a seeded sample runs inside ``make test``'s budget: one mutant
 per exercise (``MLPAR_MUTANT_SEED`` picks another; the default is fixed so a run is
 reproducible) and every mutant of the kinds issue 35 names as wrong answers that passed
-(``mutants.ALWAYS``: the work done by the caller, by thread 0 or block 0, the library's function). A surviving mutant that is not listed, with its reason, in
-``equivalent_mutants.py`` is a hole in that check: the test fails and shows the mutant's diff.
+(``mutants.ALWAYS``: the work done by the caller, by thread 0 or block 0, the library's
+function). A surviving mutant that is not listed, with its reason, in ``equivalent_mutants.py``
+is a hole in that check: the test fails and shows the mutant's diff.
 """
 
 from __future__ import annotations
