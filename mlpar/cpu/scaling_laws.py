@@ -478,8 +478,18 @@ def agreement(amdahl: ScalingFit, gustafson: ScalingFit) -> str:
     if not common:
         return "cannot compare: the two experiments share no worker count above 1"
     p = common[-1]
+    flat = [f"{fit.law.title()}'s S({p:g}) = {fit.speedups[fit.workers.index(p)]:.2f}"
+            for fit in (amdahl, gustafson) if fit.speedups[fit.workers.index(p)] <= 1.0]
+    if flat:  # s at its bound 1 in a run without speedup: equal by construction, not agreement
+        return (f"cannot compare: {' and '.join(flat)} is no speedup, so s sits at its bound 1 "
+                "there and any agreement would be by construction")
     s, u = amdahl.serial_fraction, amdahl.uncertainty
     converted = float(gustafson_fraction(s, [p])[0])
+    few = min(amdahl.rounds, gustafson.rounds)
+    if 1 < few < MIN_ROUNDS_FOR_SPREAD:
+        return (f"Amdahl's s in Gustafson's terms at p = {p:g}: {converted:.3f}; Gustafson's fit: "
+                f"{gustafson.serial_fraction:.3f}; cannot judge agreement: {few} rounds give no "
+                "usable uncertainty")
     if not (np.isfinite(u) and np.isfinite(gustafson.uncertainty)):
         return (f"Amdahl's s in Gustafson's terms at p = {p:g}: {converted:.3f}; Gustafson's fit: "
                 f"{gustafson.serial_fraction:.3f}; cannot judge agreement without two rounds each")

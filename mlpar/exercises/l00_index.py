@@ -342,6 +342,20 @@ _MATMUL_MISREADINGS = (
 VISIBLE_CASE = (1000, 50.0)
 
 
+def _counts_exactly(predict_seconds, cases) -> bool:
+    """Whether ``predict_seconds`` gives (2n³ - n²) / (gflops·1e9) on every case."""
+    from mlpar.exercises import close_enough, number
+
+    for n, g in cases:
+        try:
+            got = number(predict_seconds(n, g))
+        except Exception:  # noqa: BLE001 (the graded call already reported how it failed)
+            return False
+        if got is None or not close_enough(got, (2 * n**3 - n**2) / (g * 1e9)):
+            return False
+    return True
+
+
 def check_predict_seconds(predict_seconds) -> None:
     """``predict_seconds(n, gflops)``: the seconds an n×n matrix product takes at ``gflops``.
 
@@ -367,6 +381,14 @@ def check_predict_seconds(predict_seconds) -> None:
         grade_prediction(name, predict_seconds, cases, model, _MATMUL_MISREADINGS,
                          what="the predicted seconds", names=("n", "gflops"))
     except AssertionError as err:
+        # The exact count of the schoolbook product, n³ multiplications and n²(n - 1) additions,
+        # is a right answer to the prompt too: it differs from the model by a factor 1 - 1/(2n).
+        if _counts_exactly(predict_seconds, cases):
+            passed(name, f"(2n³ - n²) / (gflops × 1e9) in {len(cases)} cases: the exact count of "
+                         "a schoolbook product. BLAS and the literature count 2n³ (a multiply-add "
+                         "per term, the sum starting from 0); the two differ by 1/(2n), well "
+                         "inside any timing's noise; now measure it")
+            return
         # Right on the example the text shows, wrong elsewhere: the example's answer is built in.
         shown = call(name, predict_seconds, *VISIBLE_CASE)
         try:

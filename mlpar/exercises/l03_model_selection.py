@@ -33,11 +33,12 @@ GRID_SPEEDUP = "Exercise 4 (predict a grid search's speedup)"
 @contextmanager
 def _refusing(name: str, targets):
     """Fail after the body if the student's code called one of ``targets``: (module, attribute)
-    pairs naming the library's own version of what the exercise asks the student to write."""
+    pairs, or (module, attribute, name shown), naming the library's own version of what the
+    exercise asks the student to write."""
     used, saved = [], []
-    for module, attr in targets:
+    for module, attr, *label in targets:
         original = getattr(module, attr)
-        shown = f"{module.__name__.rsplit('.', 1)[-1]}.{attr}"
+        shown = label[0] if label else f"{module.__name__.rsplit('.', 1)[-1]}.{attr}"
 
         def spy(*args, _original=original, _shown=shown, **kwargs):
             used.append(_shown)
@@ -56,10 +57,18 @@ def _refusing(name: str, targets):
 
 
 def _library(*names):
+    from sklearn.model_selection import KFold, _validation
+
     from mlpar.core import splits
 
+    # scikit-learn's KFold and cross_validate (and cross_val_score, which calls it) do the
+    # whole exercise in one call: refused through the one method each of them runs
     found = {"kfold": [(splits, "kfold"), (ms, "kfold"), (splits, "repeated_kfold"),
-                       (ms, "repeated_kfold")],
+                       (ms, "repeated_kfold"),
+                       (KFold, "_iter_test_indices", "scikit-learn's KFold")],
+             "cv": [(ms, "cross_validate"),
+                    (_validation, "_fit_and_score",
+                     "scikit-learn's cross-validation (cross_val_score, cross_validate)")],
              "fit": [(scaling_laws, "fit_amdahl"), (scaling_laws, "fit_gustafson"),
                      (scaling_laws, "_relative_fit")],
              "grid": [(speedup_model, "predicted_speedup"),
@@ -252,7 +261,7 @@ def check_parallel_cv(parallel_cv) -> None:
     folds = ms.kfold(len(y), 4, seed=case_seed(11))
     reference = ms.cross_validate(model, X, y, folds).scores
     _FITS = _FitLog()
-    with recording_backend() as log:
+    with recording_backend() as log, _refusing(name, _library("cv")):
         got = call(name, parallel_cv, model, X, y, folds, 2)
     fits = _FITS
     case = "4 folds, n_jobs=2"

@@ -192,9 +192,9 @@ def test_no_speedup_is_reported_as_no_estimate():
 
 
 def test_agreement_compares_the_two_fits_in_gustafsons_terms():
-    amdahl = sl.fit_amdahl([1, 2], [1, 1.76], rounds=[[1, 1.6], [1, 1.9]])
-    same = sl.fit_gustafson([1, 2], [1, 1.8], rounds=[[1, 1.75], [1, 1.85]])
-    other = sl.fit_gustafson([1, 2], [1, 1.31], rounds=[[1, 1.30], [1, 1.32]])
+    amdahl = sl.fit_amdahl([1, 2], [1, 1.76], rounds=[[1, 1.6], [1, 1.9], [1, 1.76]])
+    same = sl.fit_gustafson([1, 2], [1, 1.8], rounds=[[1, 1.75], [1, 1.85], [1, 1.8]])
+    other = sl.fit_gustafson([1, 2], [1, 1.31], rounds=[[1, 1.30], [1, 1.32], [1, 1.31]])
     assert sl.agreement(amdahl, same).endswith("they agree within one uncertainty")
     text = sl.agreement(amdahl, other)
     assert "they DISAGREE" in text and "at p = 2: 0.240" in text
@@ -206,3 +206,17 @@ def test_agreement_compares_the_two_fits_in_gustafsons_terms():
         sl.agreement(same, same)
     with pytest.raises(TypeError, match="gustafson"):
         sl.agreement(amdahl, 0.2)
+
+
+def test_agreement_is_not_claimed_where_it_holds_by_construction():
+    # review of 2026-11-27: with no speedup both s sit at the bound 1, and two rounds give no
+    # usable uncertainty, yet the lesson printed "they agree within one uncertainty"
+    flat_a = sl.fit_amdahl([1, 2], [1, 0.78], rounds=[[1, 0.78], [1, 0.87]])
+    flat_g = sl.fit_gustafson([1, 2], [1, 0.95], rounds=[[1, 0.95], [1, 0.8]])
+    assert flat_a.serial_fraction == flat_g.serial_fraction == 1.0
+    text = sl.agreement(flat_a, flat_g)
+    assert text.startswith("cannot compare") and "by construction" in text
+    two_a = sl.fit_amdahl([1, 2], [1, 1.76], rounds=[[1, 1.6], [1, 1.9]])
+    two_g = sl.fit_gustafson([1, 2], [1, 1.8], rounds=[[1, 1.75], [1, 1.85]])
+    assert "cannot judge agreement: 2 rounds give no usable uncertainty" in sl.agreement(two_a, two_g)
+

@@ -361,3 +361,15 @@ def test_exercise_4_the_measurement_reports_and_never_grades(capsys):
 def test_exercise_4_the_measurement_rejects_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         ex.measure_matmul_prediction(predict_seconds, **kwargs)
+
+
+def test_predict_seconds_accepts_the_exact_count_of_a_schoolbook_product(capsys):
+    # n³ multiplications and n²(n - 1) additions: what "each multiplication and each addition
+    # is one flop" gives when counted exactly; it was refused with "expected 0.04"
+    ex.check_predict_seconds(lambda n, gflops: (2 * n**3 - n**2) / (gflops * 1e9))
+    assert "exact count" in capsys.readouterr().out
+
+
+def test_predict_seconds_still_refuses_a_count_off_by_more_than_the_exact_one():
+    with pytest.raises(AssertionError, match="expected"):
+        ex.check_predict_seconds(lambda n, gflops: (2 * n**3 - 2 * n**2) / (gflops * 1e9))

@@ -436,3 +436,32 @@ def test_parallel_cv_says_when_this_machine_cannot_show_tasks(monkeypatch):
 def test_the_librarys_version_is_refused_by_name(check, borrowed, match):
     with pytest.raises(AssertionError, match=match):
         check(borrowed)
+
+
+def _sklearn_kfold(n, k, seed):
+    from sklearn.model_selection import KFold
+
+    return list(KFold(k, shuffle=True, random_state=seed).split(np.zeros(n)))
+
+
+def _sklearn_cv(model, X, y, folds, n_jobs):
+    from sklearn.model_selection import cross_val_score
+
+    return cross_val_score(model, X, y, cv=folds, n_jobs=n_jobs)
+
+
+def _course_cv(model, X, y, folds, n_jobs):
+    return ms.cross_validate(model, X, y, folds, backend="threading", n_jobs=n_jobs).scores
+
+
+@pytest.mark.parametrize("check, borrowed, match", [
+    (ex.check_kfold, _sklearn_kfold, "calls scikit-learn's KFold"),
+    (ex.check_parallel_cv, _sklearn_cv, "calls scikit-learn's cross-validation"),
+    (ex.check_parallel_cv, _course_cv, "calls cross_validation.cross_validate"),
+])
+def test_one_call_that_does_the_whole_exercise_is_refused(check, borrowed, match, short_wait):
+    # scikit-learn's versions gave the right folds and scores, with real parallel tasks:
+    # they passed before (review of 2026-11-27)
+    with pytest.raises(AssertionError, match=match):
+        check(borrowed)
+
