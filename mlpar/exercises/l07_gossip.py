@@ -120,14 +120,16 @@ def check_rounds_to_eps(rounds_to_eps) -> None:
 class RingNetwork(PeerNetwork):
     """The check's network: ``send`` works only from node i to node (i + 1) mod n, and logs.
 
-    ``poisoned``: a node every message to which arrives as NaN, to see whether that node's
+    ``poisoned``: a node every message to which arrives changed, to see whether that node's
     result is built from what it received (a ring all-reduce's is, entirely) or computed from
-    the other nodes' vectors directly.
+    the other nodes' vectors directly. ``shift``: what is added to each arriving value (NaN
+    by default; a number catches a result that only carries the received NaN along).
     """
 
-    def __init__(self, n: int, exercise: str, poisoned: int | None = None):
+    def __init__(self, n: int, exercise: str, poisoned: int | None = None,
+                 shift: float = np.nan):
         super().__init__(n)
-        self.exercise, self.poisoned, self.log = exercise, poisoned, []
+        self.exercise, self.poisoned, self.shift, self.log = exercise, poisoned, shift, []
 
     def send(self, src, dst, value, start=None):
         if any(f.f_code is gossip.ring_allreduce.__code__ for f in _frames()):
@@ -145,7 +147,7 @@ class RingNetwork(PeerNetwork):
         arrived = super().send(src, dst, value, start)
         self.log.append((int(src), arrived.size))
         if dst == self.poisoned:
-            arrived = np.full_like(arrived, np.nan)
+            arrived = arrived + self.shift
         return arrived
 
 
@@ -161,9 +163,10 @@ def check_ring_allreduce(ring_allreduce) -> None:
 
     The network refuses any message that is not to the next node on the ring; each node must
     send 2(n−1) chunks of M/n; and a second run, in which every message to the last node
-    arrives as NaN, must leave that node's whole result NaN: a ring all-reduce builds every
-    element of a node's result from what it received, so a mean computed centrally (with
-    dummy sends beside it) shows up as a finite result.
+    arrives as NaN, must leave that node's whole result NaN, and a third, in which 1 is added
+    to every value arriving there, must change every entry of it: a ring all-reduce builds
+    every element of a node's result from what it received, so a mean computed centrally
+    (with dummy sends beside it, even with the received NaN carried along) shows up.
     """
     name = "Exercise 3 (ring all-reduce)"
     for n in (2, 3, 4, 8):
@@ -204,6 +207,18 @@ def check_ring_allreduce(ring_allreduce) -> None:
                 f"{d}: they were not built from what it received (a mean computed from all the "
                 "vectors at once, with sends beside it, is not a ring all-reduce; each node may "
                 "use only its own vector and the chunks that reach it)")
+        # Every value node n − 1 ends with passed through its inbox: add 1 to everything that
+        # arrives there, and every entry of its result must move.
+        shifted = RingNetwork(n, name, poisoned=n - 1, shift=1.0)
+        got = call(name, ring_allreduce, shifted, [v.copy() for v in vectors])
+        last = as_array(name, got, what=f"the results for n = {n}", shape=(n, d))[-1]
+        still = np.isclose(last, np.mean(vectors, axis=0), rtol=0, atol=1e-9)
+        if np.any(still):
+            raise AssertionError(
+                f"{name}: n = {n}: with 1 added to every value that reaches node {n - 1}, "
+                f"{int(still.sum())} of the {d} entries of its result did not change: they "
+                "were not built from what it received (each node may use only its own vector "
+                "and the chunks that reach it)")
     passed(name, "exact mean on every node, built from what each node received, 2(n − 1) "
            "messages and 2(n−1)M/n bytes per node, all to the next node, for n = 2, 3, 4, 8")
 

@@ -205,11 +205,23 @@ def test_rounds_wrong_answers_fail(wrong, message):
         ex.check_rounds_to_eps(wrong)
 
 
+def mean_carrying_the_nan(net, vectors):
+    """A forgery: the central mean, plus 0 × what arrived, so a NaN inbox shows up as NaN."""
+    n, mean = len(vectors), np.mean(vectors, axis=0)
+    heard = [np.zeros(len(mean)) for _ in range(n)]
+    for _ in range(2 * (n - 1)):
+        for i in range(n):
+            got = net.send(i, (i + 1) % n, np.zeros(len(mean) // n))
+            heard[(i + 1) % n] += np.resize(got, len(mean))
+    return [mean + 0 * h for h in heard]
+
+
 @pytest.mark.parametrize("wrong, message", [
     (gossip.gather_broadcast, "expected 2\\(n − 1\\) = 2 each"),  # n = 2: a ring of two
     (all_to_all, "messages, expected 2\\(n − 1\\)"),  # n = 2 is a ring: caught by its count
     (direct_reduce_scatter, "all-to-all exchange, not a ring"),
     (mean_with_dummy_sends, "not built from what it received"),
+    (mean_carrying_the_nan, "did not change: they were not built from what it received"),
     (ring_of_whole_vectors, "messages, expected 2\\(n − 1\\)"),
     (lambda net, vs: [np.mean(vs, axis=0)] * len(vs), "nothing was sent"),
     (lambda net, vs: [np.sum(vs, axis=0)] * len(vs), "missing 1/n"),
