@@ -45,7 +45,7 @@ def new(n, n_slots):
             np.full(n_slots, -1, np.int64), state)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def touch(s, prev, nxt, state):
     # Move slot s to the front of the LRU list (most recently used).
     if state[HEAD] == s:
@@ -94,7 +94,7 @@ def fill(c, need, problem, cache):
     return s
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def column(c, need, problem, cache):
     # Column c of K on positions 0 .. need-1: the cached slot (a hit) or a freshly filled one.
     cols, slot_of, owner, length, prev, nxt, state = cache

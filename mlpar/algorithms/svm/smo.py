@@ -67,7 +67,7 @@ def pair_step(alpha_i, alpha_j, y_i, y_j, G_i, G_j, K_ii, K_jj, K_ij, C):
     return t, new_i, new_j
 
 
-_pair_step = numba.njit(cache=True, inline="always")(pair_step)
+_pair_step = numba.njit(cache=True)(pair_step)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -53,10 +53,10 @@ _AT_ZERO, _FREE, _AT_C = 0, 1, 2  # a multiplier's status
 # the cache of kernel columns is mlpar.algorithms.svm.column_cache's.
 
 
-_pair_step = numba.njit(cache=True, nogil=True, inline="always")(smo.pair_step)
+_pair_step = numba.njit(cache=True, nogil=True)(smo.pair_step)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _set_status(k, a, C, y, status, up, low):
     # status, and membership of I_up (y_k a_k may grow) and I_low (it may shrink), kept as flags
     # so the scans test one byte instead of a label and a bound.
@@ -136,7 +136,7 @@ def _unshrink(n_active, sv, problem, cache):
     return n
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _droppable(k, g_up, g_low, F, y, status):
     # libsvm's be_shrunk: a bounded multiplier that cannot be in a violating pair with the
     # current extremes (g_up = max_up F, g_low = -min_low F).
