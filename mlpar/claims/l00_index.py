@@ -40,7 +40,7 @@ class BlasThreads:
     def spread(self) -> str:
         """The range of the per-round speedups, in words: ``"rounds 1.71-1.86×"``."""
         r = self.round_speedups
-        return f"{len(r)} interleaved rounds: {r.min():.2f}–{r.max():.2f}×"
+        return f"{len(r)} interleaved rounds: {r.min():.3g}–{r.max():.3g}×"
 
 
 def blas_threads(n: int, *, repeat: int = ROUNDS, threads: int | None = None,
@@ -115,7 +115,7 @@ def large_products_gain_more_than_small_ones(quick: bool = False):
     if reason := _not_applicable():
         return claims.check("00", statement, None, at_least=1.0, unit="×", not_applicable=reason)
     large, small = blas_threads(LARGE, repeat=repeat), blas_threads(SMALL, repeat=repeat)
-    statement += f" (n={LARGE}: {large.speedup:.2f}×, n={SMALL}: {small.speedup:.2f}×)"
+    statement += f" (n={LARGE}: {large.speedup:.3g}×, n={SMALL}: {small.speedup:.3g}×)"
     return claims.check("00", statement, large.speedup / small.speedup, at_least=1.0, unit="×",
                         cause="on some machines a product that fits in cache scales as well as "
                               "a large one")
