@@ -90,7 +90,7 @@ def offload_rates(quick: bool = False) -> tuple[float, float, float, str]:
     ck = _kernels()
     rng = np.random.default_rng(0)
     side = 256 if quick else 384
-    big = rng.standard_normal((side, side))
+    big = rng.standard_normal((side, side)).astype(np.float32)  # float32, like the device's
     host = timing.measure(np.matmul, big, big, flops=2 * side**3, repeat=3).gflops
     if ck is not None and ck.BACKEND == "gpu":
         from mlpar.gpu import transfers

@@ -1,4 +1,4 @@
-"""Checks for lesson 10's exercises: the grid-stride loop, a CUDA kernel, the tile, the
+"""Checks for lesson 10's exercises: the grid-stride loop, a CUDA kernel, occupancy, the
 break-even, and a predicted offload of the elementwise product.
 
 The kernel exercise launches the student's ``@cuda.jit`` kernel on whatever CUDA path the
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 import types
 import warnings
 
@@ -31,7 +32,7 @@ _COVER_CASES = [(8, 3, 50), (32, 2, 20), (4, 5, 97)]
 _LIBRARY = {
     "stride": {gpu.grid_stride_indices: "the library's grid_stride_indices",
                gpu.grid_stride_owners: "the library's grid_stride_owners"},
-    "tile": {gpu.largest_tile: "the library's largest_tile"},
+    "occupancy": {gpu.occupancy: "the library's occupancy"},
     "break-even": {gpu.break_even_intensity: "the library's break_even_intensity"},
 }
 
@@ -71,30 +72,82 @@ def check_grid_stride_indices(func) -> None:
     passed(ex, f"{len(_STRIDE_CASES)} threads and {len(_COVER_CASES)} whole grids agree")
 
 
-_TILE_CASES = [(48 * 1024, 8), (48 * 1024, 4), (8 * 1024, 8), (4 * 1024, 8), (1024, 4),
-               (100, 8), (16, 8)]
+# Exercise 3: (threads per block, registers per thread, shared bytes per block), each with the
+# resource that limits it on an H100 SM; the grader adds random launch shapes (case_seed).
+# A block of 130 threads is 5 warps. 56 KiB + 1 KB fits into 228 KB exactly 4 times, 57,376 B
+# + 1 KB just under 4 times and 7,624 B + 1 KB just under 27 times, so the reserved kilobyte and
+# the 228 KB must be read exactly, not roughly.
+_OCCUPANCY_CASES = [(256, 32, 0), (256, 126, 8192), (128, 36, 0), (32, 16, 0), (32, 16, 1024),
+                    (192, 84, 0), (96, 64, 0), (512, 72, 4096), (256, 32, 45 * 1024),
+                    (80, 24, 0), (130, 16, 0), (128, 32, 56 * 1024), (128, 32, 57376),
+                    (32, 16, 7624), (1024, 30, 0), (32, 255, 0)]
 
 
-def check_largest_tile(func) -> None:
-    """``func(shared_bytes, itemsize)`` → the largest power-of-two tile that fits."""
-    ex = "Exercise 3 (largest tile)"
-    for shared, itemsize in _TILE_CASES:
-        got = call_refusing(ex, func, _LIBRARY["tile"], shared, itemsize)
-        expected = gpu.largest_tile(shared, itemsize)
-        if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
-            raise AssertionError(f"{ex}: with {shared} bytes and {itemsize}-byte elements got "
-                                 f"{fmt(got)}; expected a whole number (the tile side)")
-        if got != expected:
-            hint = ""
-            if isinstance(got, int) and got > 0 and got * got > gpu.MAX_THREADS_PER_BLOCK:
-                hint = f"; a {got}×{got} block has more than 1024 threads"
-            elif isinstance(got, int) and got > 0 and 2 * got * got * itemsize > shared:
-                hint = f"; two {got}×{got} tiles need {2 * got * got * itemsize} bytes"
-            raise AssertionError(
-                f"{ex}: with {shared} bytes of shared memory and {itemsize}-byte elements "
-                f"got {fmt(got)}, expected {expected}{hint}"
-            )
-    passed(ex, f"{len(_TILE_CASES)} shared-memory budgets")
+def _occupancy_cases() -> list[tuple[int, int, int]]:
+    rng = np.random.default_rng(case_seed(3))
+    drawn = [(int(rng.integers(1, 33)) * 32, int(rng.integers(16, 129)),
+              int(rng.choice([0, 1024 * int(rng.integers(1, 100))]))) for _ in range(6)]
+    return _OCCUPANCY_CASES + [c for c in drawn
+                               if gpu.occupancy(*c).blocks > 0]  # each can be launched
+
+
+def _occupancy_hint(threads: int, regs: int, shared: int, got: float) -> str:
+    """Name the misreading whose result ``got`` is, where one matches."""
+    sm = gpu.H100_SM
+    warps = math.ceil(threads / 32)
+    unit = sm.register_unit
+    per_warp = math.ceil(regs * 32 / unit) * unit
+    by_shared = (sm.shared_bytes // (shared + sm.shared_per_block_reserved) if shared
+                 else sm.max_blocks)
+    by_threads, by_regs = sm.max_warps // warps, sm.registers // per_warp // warps
+
+    def occ(blocks):
+        return blocks * warps / sm.max_warps
+
+    right = occ(min(by_threads, sm.max_blocks, by_regs, by_shared))
+    readings = [
+        (occ(min(by_threads, sm.max_blocks, sm.registers // (regs * threads), by_shared)),
+         "registers go to each warp in units of 256 (32·r rounded up), not per thread"),
+        (occ(min(by_threads, sm.max_blocks, by_regs,
+                 sm.shared_bytes // shared if shared else sm.max_blocks)),
+         "each resident block also costs the 1 KB of shared memory the system reserves"),
+        (occ(min(by_threads, by_regs, by_shared)),
+         "an SM holds at most 32 blocks, however small they are"),
+        (min(sm.max_warps * 32 // threads, sm.max_blocks, by_regs, by_shared) * threads / 32
+         / sm.max_warps,
+         f"a block of {threads} threads takes {warps} whole warps (the last one part idle)"),
+        (min(by_threads * warps, sm.registers // per_warp,
+             by_shared * warps) / sm.max_warps,
+         "a block is resident whole or not at all: count whole blocks first, then their warps"),
+        (occ(min(sm.max_blocks, by_regs, by_shared)),
+         "the SM holds at most 64 warps (2,048 threads)"),
+        (min(by_threads, sm.max_blocks, by_regs, by_shared),
+         "that is the number of resident blocks; occupancy is resident warps over 64"),
+        (100 * right, "that is a percentage; return a fraction between 0 and 1"),
+    ]
+    for value, why in readings:
+        if not math.isclose(value, right) and math.isclose(got, value, rel_tol=1e-9):
+            return "; " + why
+    return ""
+
+
+def check_occupancy(func) -> None:
+    """``func(threads_per_block, registers_per_thread, shared_bytes)`` → occupancy on an H100."""
+    ex = "Exercise 3 (occupancy)"
+    for threads, regs, shared in _occupancy_cases():
+        got = call_refusing(ex, func, _LIBRARY["occupancy"], threads, regs, shared)
+        expected = gpu.occupancy(threads, regs, shared)
+        number = (isinstance(got, numbers.Real) and not isinstance(got, (bool, np.bool_))
+                  and math.isfinite(float(got)))  # a Fraction or np.float32 is a number too
+        if number and math.isclose(float(got), expected.occupancy, rel_tol=1e-9):
+            continue
+        hint = _occupancy_hint(threads, regs, shared, float(got)) if number else (
+            "; expected one number, resident warps / 64")
+        raise AssertionError(
+            f"{ex}: {threads} threads per block, {regs} registers per thread, {shared:,} bytes "
+            f"of shared memory per block: got {fmt(got)}, expected {fmt(expected.occupancy)} "
+            f"({expected.blocks} resident blocks, limited by {expected.limiter}){hint}")
+    passed(ex, f"{len(_occupancy_cases())} launch shapes, each limit binding in at least one")
 
 
 _EVEN_CASES = [(50.0, 5000.0, 12.0), (100.0, 1000.0, 25.0), (10.0, 20.0, 1.0),

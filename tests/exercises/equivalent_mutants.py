@@ -12,6 +12,9 @@ _BIGGER_CHUNKS = ("a chunk size of ceil(n/k) or one more: the k chunks still cov
                   "contiguous, one per parallel iteration; only the last is shorter (the idea "
                   "and the sum are the same, and no check should demand the exact rounding)")
 _LABELS = "the labels y are -1 or +1, never 0 (or in (-1, 1)), so the comparison keeps its answer"
+_PRIME_65537 = ("65537 is prime, so floor(65537 / p) = floor(65536 / p) for every register "
+                "allocation p a warp can take (256 to 8,192): the registers per SM give the "
+                "same whole number of warps")
 _EQUAL_SHARDS = "every shard has the same columns (the features), so any shard gives their number"
 
 EQUIVALENT: dict[tuple[str, str, str], str] = {
@@ -22,12 +25,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("01", "chunked_sum", "drop-term: n + n_chunks - 1 -> (n + n_chunks)"): _BIGGER_CHUNKS,
     ("01", "chunked_sum", "const: 1 -> (0)"): _BIGGER_CHUNKS,
     ("10", "axpy_kernel", "const: 0 -> (-1)"): _ONE_D,
-    ("10", "largest_tile", "const: 1024 -> (1025)"):
-        "(2t)^2 is a power of 4 (t doubles from 1): none lies between 1024 and 4095, so any "
-        "bound in [1024, 4096) stops the loop at the same t",
-    ("10", "largest_tile", "const: 1024 -> (2048)"):
-        "(2t)^2 is a power of 4 (t doubles from 1): none lies between 1024 and 4095, so any "
-        "bound in [1024, 4096) stops the loop at the same t",
+    ("10", "occupancy", "const: 65536 -> (65537)"): _PRIME_65537,
+    ("10", "occupancy", "const: 256 -> (255)"):
+        "a warp's allocation of u units of 255: floor(65536 / 255u) exceeds floor(65536 / 256u) "
+        "only for u = 1 (r <= 8), where both allow far more than the 64 warps an SM holds",
+    ("10", "occupancy", "const: 256 -> (257) #2"):
+        "for r <= 255 registers ceil(32r / 257) = ceil(32r / 256) = ceil(r / 8): the units a "
+        "warp takes come out the same",
+    ("10", "occupancy", "binop: 65536 // per_warp -> (65536 / per_warp)"):
+        "floor(floor(x) / w) = floor(x / w) for a whole number of warps w",
     ("06", "replay", "const: 0 -> (1)"): _EQUAL_SHARDS,
     ("06", "replay", "const: 0 -> (-1)"): _EQUAL_SHARDS,
     ("07", "mh_weights", "const: 1 -> (0) #6"):

@@ -17,7 +17,7 @@ from mlpar.gpu import backend as gpu
 def test_reference_solutions_pass(capsys):
     # The library's functions are refused as answers (test at the end), so written out here.
     ex.check_grid_stride_indices(lambda t, b, bd, gd, n: list(range(b * bd + t, n, bd * gd)))
-    ex.check_largest_tile(_own_tile)
+    ex.check_occupancy(_own_occupancy)
     ex.check_break_even_intensity(
         lambda cpu, dev, link: cpu * dev / (link * (dev - cpu)) if dev > cpu else math.inf)
     out = capsys.readouterr().out
@@ -28,7 +28,7 @@ def test_unfinished_solution_says_not_done():
     def todo(*args):
         raise NotImplementedError
 
-    for check in (ex.check_grid_stride_indices, ex.check_largest_tile,
+    for check in (ex.check_grid_stride_indices, ex.check_occupancy,
                   ex.check_break_even_intensity):
         with pytest.raises(AssertionError, match="not done yet"):
             check(todo)
@@ -50,20 +50,37 @@ def test_wrong_start_gets_a_hint():
         ex.check_grid_stride_indices(forgot_block)
 
 
-def test_tile_ignoring_thread_limit_fails():
-    def only_memory(shared, itemsize):
-        t = 1
-        while 2 * (2 * t) ** 2 * itemsize <= shared:
-            t *= 2
-        return t
+def _occupancy_by(*, registers="warp", reserved=1024, block_limit=32, whole_blocks=True,
+                  whole_warps=True):
+    """An occupancy answer with one of the rules switched to a misreading."""
+    def occupancy(threads, regs, shared):
+        warps = -(-threads // 32) if whole_warps else threads / 32
+        per_warp = -(-32 * regs // 256) * 256
+        by_regs = (65536 // per_warp // warps if registers == "warp"
+                   else 65536 // (regs * threads))
+        fits = [64 // warps if whole_warps else 2048 // threads, block_limit, by_regs,
+                228 * 1024 // (shared + reserved) if shared + reserved else block_limit]
+        if not whole_blocks:
+            return min(fits[0] * warps, 65536 // per_warp, fits[3] * warps) / 64
+        return min(fits) * warps / 64
+    return occupancy
 
-    with pytest.raises(AssertionError, match="more than 1024 threads"):
-        ex.check_largest_tile(only_memory)
 
-
-def test_tile_ignoring_memory_fails():
-    with pytest.raises(AssertionError, match="Exercise 3 .largest tile."):
-        ex.check_largest_tile(lambda shared, itemsize: 32)
+@pytest.mark.parametrize("wrong, why", [
+    (_occupancy_by(registers="thread"), "units of 256 .32·r rounded up., not per thread"),
+    (_occupancy_by(reserved=0), "1 KB of shared memory the system reserves"),
+    (_occupancy_by(block_limit=10**6), "Exercise 3 .occupancy.: 32 threads per block"),
+    (_occupancy_by(whole_blocks=False), "resident whole or not at all"),
+    (_occupancy_by(whole_warps=False), "takes 3 whole warps"),
+    (lambda t, r, s: 100 * _own_occupancy(t, r, s), "that is a percentage"),
+    (lambda t, r, s: _own_occupancy(t, r, s) * 64 / -(-t // 32), "number of resident blocks"),
+    (lambda t, r, s: 1.0, "limited by registers"),  # the lazy answer: every warp slot full
+    (lambda t, r, s: {(256, 32, 0): 1.0, (256, 126, 8192): 0.25}.get((t, r, s), 1.0),
+     "Exercise 3 .occupancy.: 128 threads"),  # the section's table hard-coded
+])
+def test_occupancy_misreadings_fail_with_their_reason(wrong, why):
+    with pytest.raises(AssertionError, match=why):
+        ex.check_occupancy(wrong)
 
 
 def test_break_even_without_infinity_fails():
@@ -88,9 +105,15 @@ def test_a_correct_alternative_for_each_arithmetic_exercise_passes(capsys):
             i += bd * gd
         return out
 
-    def tile_by_formula(shared, itemsize):
-        side = min(math.isqrt(1024), math.isqrt(shared // (2 * itemsize)))
-        return 1 << (side.bit_length() - 1) if side else 0
+    def occupancy_by_adding_blocks(threads, regs, shared):
+        # another style: admit blocks one at a time while every resource still has room
+        warps, per_warp = math.ceil(threads / 32), math.ceil(32 * regs / 256) * 256
+        blocks = 0
+        while (blocks + 1 <= 32 and (blocks + 1) * warps <= 64
+               and (blocks + 1) * warps * per_warp <= 65536
+               and (blocks + 1) * (shared + 1024 if shared else 0) <= 228 * 1024):
+            blocks += 1
+        return np.float32(blocks * warps) / np.float32(64)
 
     def even_by_times(cpu, dev, link):
         if dev <= cpu:
@@ -99,12 +122,12 @@ def test_a_correct_alternative_for_each_arithmetic_exercise_passes(capsys):
         return 1 / (link * (1 / cpu - 1 / dev))
 
     ex.check_grid_stride_indices(stride_while)
-    ex.check_largest_tile(tile_by_formula)
+    ex.check_occupancy(occupancy_by_adding_blocks)
     ex.check_break_even_intensity(even_by_times)
     assert capsys.readouterr().out.count("passed") == 3
 
 
-@pytest.mark.parametrize("check", [ex.check_grid_stride_indices, ex.check_largest_tile,
+@pytest.mark.parametrize("check", [ex.check_grid_stride_indices, ex.check_occupancy,
                                    ex.check_break_even_intensity])
 @pytest.mark.parametrize("answer", [lambda *a: None, lambda *a: [1.5, "x"], lambda *a: float("nan"),
                                     lambda *a: np.array([1, 2]), lambda *a: 1 / 0])
@@ -398,11 +421,11 @@ def test_every_listed_misreading_is_recognised_with_its_own_message(index):
 # --- each exercise graded on its own (issue 25 item 3) -------------------------------------
 # Exercise 2 (the kernel) runs in its own interpreter above; it shares nothing with these.
 
-def _own_tile(shared, itemsize):
-    t = 1
-    while (2 * t) ** 2 <= 1024 and 2 * (2 * t) ** 2 * itemsize <= shared:
-        t *= 2
-    return t
+def _own_occupancy(threads, regs, shared):
+    warps = -(-threads // 32)
+    per_warp = -(-32 * regs // 256) * 256
+    return min(64 // warps, 32, 65536 // per_warp // warps,
+               228 * 1024 // (shared + 1024) if shared else 32) * warps / 64
 
 
 # Right answers written here (the checks refuse the library's and the check's own functions).
@@ -410,7 +433,7 @@ ALONE = {
     "grid_stride": (ex.check_grid_stride_indices,
                     lambda t, b, bd, gd, n: list(range(b * bd + t, n, bd * gd)),
                     lambda t, b, bd, gd, n: list(range(t, n, bd * gd))),
-    "tile": (ex.check_largest_tile, _own_tile, lambda shared, itemsize: 32),
+    "occupancy": (ex.check_occupancy, _own_occupancy, lambda threads, regs, shared: 1.0),
     "break_even": (ex.check_break_even_intensity,
                    lambda cpu, dev, link: cpu * dev / (link * (dev - cpu)) if dev > cpu
                    else math.inf,
@@ -431,8 +454,7 @@ def test_one_wrong_exercise_fails_exactly_its_own_check(wrong, capsys, graded_al
 @pytest.mark.parametrize("check, answer, named", [
     (ex.check_grid_stride_indices, lambda t, b, bd, gd, n: gpu.grid_stride_indices(t, b, bd, gd, n),
      "grid_stride_indices"),
-    (ex.check_largest_tile, lambda shared, itemsize: gpu.largest_tile(shared, itemsize),
-     "largest_tile"),
+    (ex.check_occupancy, lambda t, r, s: gpu.occupancy(t, r, s).occupancy, "occupancy"),
     (ex.check_break_even_intensity, lambda c, g, link: gpu.break_even_intensity(c, g, link),
      "break_even_intensity"),
     (ex.check_offload_prediction, lambda n, i, link, dev: ex.offload_model(n, i, link, dev),

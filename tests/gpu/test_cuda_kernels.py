@@ -92,6 +92,9 @@ SCRIPT = textwrap.dedent('''
     out["link rates"] = [lr.nbytes == 4096, lr.pinned_gain > 0, "simulator" in repr(lr)]
     tpin = tr.time_product(xo, yo, threads_per_block=32, repeat=1, pinned=True)
     out["pinned timing"] = 0 < tpin.transfer_share < 1
+    tmpin = tr.time_matmul(a, b, tile=4, repeat=1, pinned=True)
+    out["pinned matmul timing"] = [0 < tmpin.transfer_share < 1, tmpin.link_bytes == tm.link_bytes]
+    out["device copy on the simulator"] = tr.device_copy_gbps(1 << 12, repeat=1) > 0
     out["chunks"] = tr.chunk_bounds(10, 3)
     out["simulator never warns"] = ck.occupancy_warnings(3, 32) == []
 
@@ -237,6 +240,8 @@ def test_pinned_memory_and_streams_give_numpys_product(results):
     assert results["overlap"] == [True, 3, True, True]
     assert results["link rates"] == [True, True, True]
     assert results["pinned timing"] is True
+    assert results["pinned matmul timing"] == [True, True]
+    assert results["device copy on the simulator"] is True
     assert results["chunks"] == [[0, 3], [3, 6], [6, 10]]
 
 
