@@ -10,33 +10,7 @@ import numpy as np
 
 from mlpar.algorithms.distributed import gossip, topologies
 from mlpar.cluster.peer_network import PeerNetwork
-from mlpar.exercises import as_array, call, case_seed, expect, expect_close, fmt, passed
-
-
-def call_refusing(name: str, banned, func, *args):
-    """``call(name, func, *args)``, refused if it runs any of ``banned`` (function, its name).
-
-    The exercise asks the student to build what the library already has: a call into the
-    library's version, however imported or wrapped, is seen by the profiler hook, which sees
-    every Python function call that starts while the student's function runs.
-    """
-    codes = {f.__code__: label for f, label in banned}
-    seen = []
-
-    def watch(frame, event, _arg):
-        if event == "call" and frame.f_code in codes:
-            seen.append(codes[frame.f_code])
-
-    before = sys.getprofile()
-    sys.setprofile(watch)
-    try:
-        result = call(name, func, *args)
-    finally:
-        sys.setprofile(before)
-    if seen:
-        raise AssertionError(f"{name}: your function calls {seen[0]}, the library's version of "
-                             "what this exercise asks you to write; write it yourself")
-    return result
+from mlpar.exercises import as_array, call, call_refusing, case_seed, expect, expect_close, fmt, passed
 
 
 def _graphs():
@@ -56,9 +30,9 @@ def check_mh_weights(mh_weights) -> None:
     for case, g in _graphs():
         n, edges = g.number_of_nodes(), [tuple(e) for e in g.edges]
         expected = topologies.metropolis_weights(g)
-        banned = [(topologies.metropolis_weights, "topologies.metropolis_weights"),
-                  (topologies.mixing_matrix, "topologies.mixing_matrix")]
-        got = as_array(name, call_refusing(name, banned, mh_weights, n, list(edges)),
+        banned = {topologies.metropolis_weights: "the library's weights",
+                  topologies.mixing_matrix: "the library's mixing matrix"}
+        got = as_array(name, call_refusing(name, mh_weights, banned, n, list(edges)),
                        what=f"W for {case}", shape=(n, n))
         if not np.allclose(got, got.T, atol=1e-12):
             rows = (np.asarray(nx.to_numpy_array(g, nodelist=range(n))) + np.eye(n))
@@ -88,9 +62,9 @@ def check_rounds_to_eps(rounds_to_eps) -> None:
              ("a hypercube of 16", topologies.topology_matrix("hypercube", 16), 1e-8)]
     for case, W, eps in cases:
         expected = topologies.rounds_to(topologies.rho(W), eps)
-        banned = [(topologies.rho, "topologies.rho"), (topologies.rounds_to, "topologies.rounds_to"),
-                  (topologies.spectrum, "topologies.spectrum")]
-        got = call_refusing(name, banned, rounds_to_eps, W.copy(), eps)
+        banned = {topologies.rho: "the library's rate", topologies.rounds_to: "the library's rounds",
+                  topologies.spectrum: "the library's spectrum"}
+        got = call_refusing(name, rounds_to_eps, banned, W.copy(), eps)
         value = float(as_array(name, got, what=f"the rounds for {case}", ndim=0))
         if value != expected:
             values = np.sort(np.linalg.eigvalsh(W))[::-1]
@@ -261,8 +235,9 @@ def check_gossip_steps(predict_steps) -> None:
     cases += [(int(rng.integers(4, 60)), float(10 ** rng.uniform(-6, -1))) for _ in range(3)]
     for n, eps in cases:
         case = f"n = {n} nodes, ε = {fmt(eps)}"
-        got = call_refusing(name, [(gossip_steps, "exercises.gossip_steps"),
-                               (topologies.rounds_to, "topologies.rounds_to")], predict_steps, n, eps)
+        got = call_refusing(name, predict_steps, {gossip_steps: "the library's answer",
+                                                  topologies.rounds_to: "the library's rounds"},
+                            n, eps)
         expect(name, got is not None, f"{case}: your function returned None; did it forget to "
                "`return`?")
         value = float(as_array(name, got, what=f"the steps for {case}", ndim=0))

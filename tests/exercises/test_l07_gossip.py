@@ -161,7 +161,7 @@ def test_correct_solutions_pass(capsys):
     (ex.check_rounds_to_eps, lambda W, eps: int(np.ceil(np.log(eps) / np.log(
         np.abs(topologies.spectrum(W))[1]))), "topologies.spectrum"),
     (ex.check_ring_allreduce, ring_allreduce, "gossip.ring_allreduce"),
-    (ex.check_gossip_steps, lambda n, e: ex.gossip_steps(n, e), "exercises.gossip_steps"),
+    (ex.check_gossip_steps, lambda n, e: ex.gossip_steps(n, e), "exercises.l07_gossip.gossip_steps"),
     (ex.check_gossip_steps, lambda n, e: topologies.rounds_to(1 - 1 / (n - 1), e),
      "topologies.rounds_to"),
 ])
