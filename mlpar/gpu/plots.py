@@ -93,8 +93,10 @@ def plot_tiles(m: int, k: int, p: int, tile: int, block=(0, 0), step: int = 0, a
         ax.set_title(f"{title} ({rows}×{cols})", fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
-    axes[0].figure.suptitle(f"block {(by, bx)} at step {step}: tile {tile}×{tile} of A and of B"
-                            " in shared memory", fontsize=9)
+    # CUDA names a block (blockIdx.x, blockIdx.y) = (column, row): spelled out, not a tuple
+    axes[0].figure.suptitle(f"block with blockIdx.y = {by}, blockIdx.x = {bx}, at step {step}: tile "
+                            f"{tile}×{tile} of A and of B in shared memory\nwhite: outside the "
+                            "matrices (those threads load 0 and write nothing)", fontsize=9)
     return axes
 
 
