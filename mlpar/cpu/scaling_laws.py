@@ -208,7 +208,8 @@ class ScalingFit:
                 lines.append(
                     f"can: S({top:g}) = {S_top:.2f} ± {spread:.2f} is {verdict} the ideal "
                     f"{top:g}: the gap is {gap:.1f} spreads, and {self.rounds} rounds need "
-                    f"{need:.2f} (Student's t, 95 %, {self.rounds - 1} dof).")
+                    f"{need:.2f} (Student's t, 95 %, {self.rounds - 1} dof, against one "
+                    "round's spread rather than the mean's standard error: a cautious test).")
         if self.law == "amdahl" and 0 < s < 1:
             hi = 1.0 / max(s - u, 1e-12) if not np.isnan(u) else float("inf")
             lo = 1.0 / (s + u) if not np.isnan(u) else 1.0 / s
