@@ -67,6 +67,15 @@ def _task_chunk(args) -> np.ndarray | None:
     return arrays[0]
 
 
+def _is_block_of(chunk: np.ndarray, x: np.ndarray) -> bool:
+    """Whether ``chunk`` equals ``x[a:a + len(chunk)]`` for some a (x's values are distinct)."""
+    chunk = np.asarray(chunk).ravel()
+    if chunk.size == 0:
+        return True
+    starts = np.flatnonzero(x == chunk[0])
+    return any(np.array_equal(x[a:a + chunk.size], chunk) for a in starts)
+
+
 # (n, n_chunks): even split, a remainder, more chunks than the pool has threads, one chunk
 _SUM_CASES = [(1000, 2), (1001, 4), (17, 5), (10, 1)]
 
@@ -98,6 +107,12 @@ def check_parallel_sum_of_squares(parallel_sum_of_squares) -> None:
         expect(name, max(sizes) - min(sizes) <= 1,
                f"{case}: chunk sizes {sizes} are unbalanced; the slowest task sets the pace, so "
                "make them differ by at most one element")
+        for i, chunk in enumerate(chunks):
+            expect(name, _is_block_of(chunk, x),
+                   f"{case}: task {i} received elements that do not sit next to each other in x "
+                   "(every k-th element, or shuffled); cut x into contiguous blocks "
+                   "(np.array_split): a block streams through memory, a strided chunk wastes "
+                   "most of each cache line it loads")
         for i, chunk in enumerate(chunks):
             done = pool.results.get(i)
             own = float(chunk @ chunk)

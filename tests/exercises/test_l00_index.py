@@ -373,3 +373,12 @@ def test_predict_seconds_accepts_the_exact_count_of_a_schoolbook_product(capsys)
 def test_predict_seconds_still_refuses_a_count_off_by_more_than_the_exact_one():
     with pytest.raises(AssertionError, match="expected"):
         ex.check_predict_seconds(lambda n, gflops: (2 * n**3 - 2 * n**2) / (gflops * 1e9))
+
+
+def test_sum_of_squares_refuses_strided_chunks():
+    # x[i::k] has the right sizes and sums; the prompt asks for contiguous chunks (it passed)
+    def strided(x, executor, n_chunks):
+        return sum(executor.map(lambda c: float(c @ c), [x[i::n_chunks] for i in range(n_chunks)]))
+
+    with pytest.raises(AssertionError, match="do not sit next to each other"):
+        ex.check_parallel_sum_of_squares(strided)
