@@ -116,3 +116,16 @@ def likely_cause(prediction: mapreduce.Prediction) -> str:
              if prediction.server_shares_a_core else "")
     return steady + ("a cost the calibration never saw, since it times echoes to idle workers "
                      f"and the compute on its own{crowd}")
+
+
+def model_predicts_processes(quick: bool = False):
+    quick = validation.flag("quick", quick)
+    return prediction_claim(predict_on("processes", quick))
+
+
+def model_predicts_dask(quick: bool = False):
+    quick = validation.flag("quick", quick)
+    return prediction_claim(predict_on("dask", quick))
+
+
+CLAIMS = (parallel_gradient_equals_serial, model_predicts_processes, model_predicts_dask)
