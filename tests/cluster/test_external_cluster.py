@@ -274,7 +274,9 @@ def test_a_worker_killed_mid_run_gives_a_clear_error_or_the_right_answer(address
         timer.cancel()
     if "error" in box:
         assert isinstance(box["error"], ClusterError), repr(box["error"])
-        assert "stopped answering during the run" in str(box["error"])
+        # killed mid-run, or (on a slow, busy machine) while its data store was still starting
+        assert any(words in str(box["error"]) for words in (
+            "stopped answering during the run", "data stores did not start within")), box["error"]
     elif lesson == "mapreduce":  # finished before the kill (a very fast machine): then right
         assert np.array_equal(box["result"], reference)
     else:  # sync rounds: the same up to the order of the sums within a round
