@@ -257,7 +257,11 @@ def _needed_paths() -> list[str]:
 
     found = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
                                            os.path.dirname(os.path.realpath(sys.executable)),
-                                           os.path.dirname(os.path.dirname(mlpar.__file__)))}
+                                           os.path.dirname(os.path.dirname(mlpar.__file__)),
+                                           # through a symbolic link (a folder that links the
+                                           # clone's files, as the docs test makes): its target
+                                           os.path.dirname(os.path.dirname(os.path.realpath(
+                                               mlpar.__file__))))}
     found |= {os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}
     return sorted(found)
 
