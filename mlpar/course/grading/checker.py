@@ -41,6 +41,7 @@ import time
 import traceback
 
 from mlpar.course.grading import plain
+from mlpar.course.grading.steps import first_line, memory_error
 
 # What in a check's source (or a helper of its module it reaches) means it watches the
 # student's code run, not only its results.
@@ -87,19 +88,6 @@ def observing(module: str, check: str) -> str | None:
 
 # --- judging a check (here for value checks, in the runner for observing ones) ---------------
 
-def first_line(text, limit: int = 300) -> str:
-    line = next((x.strip() for x in str(text).splitlines() if x.strip()), "")
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def memory_error(exc: BaseException | None) -> bool:
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, MemoryError):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
 
 
 class HandOver(BaseException):  # noqa: N818  (a signal to the caller, not an error)

@@ -19,21 +19,8 @@ import sys
 import time
 
 from mlpar.course.grading.steps import StepTimeout, step_limit  # noqa: F401  (the checker's too)
-
-
-def _first_line(text: str, limit: int = 300) -> str:
-    line = next((x.strip() for x in str(text).splitlines() if x.strip()), "")
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def _memory_error(exc: BaseException | None) -> bool:
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, MemoryError):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
+from mlpar.course.grading.steps import first_line as _first_line
+from mlpar.course.grading.steps import memory_error as _memory_error
 
 
 class Report:

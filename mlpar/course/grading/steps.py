@@ -34,3 +34,20 @@ def step_limit(seconds: float | None):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def first_line(text, limit: int = 300) -> str:
+    """The first non-blank line of ``text``, cut to ``limit`` characters (for a row's message)."""
+    line = next((x.strip() for x in str(text).splitlines() if x.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def memory_error(exc: BaseException | None) -> bool:
+    """Whether ``exc`` or anything in its chain of causes is a ``MemoryError``."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, MemoryError):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
