@@ -26,6 +26,7 @@ import numpy as np
 from mlpar.algorithms.distributed import house_prices, least_squares, mapreduce
 from mlpar.cluster import tasks
 from mlpar.cluster.cost_model import CostModel
+from mlpar.cluster.dask_cluster import worker_addresses
 from mlpar.cluster.engines import DaskEngine, ProcessEngine
 from mlpar.core import environment, splits, validation
 
@@ -40,7 +41,7 @@ def scheduler_rounds(client, X, y, n_iter: int, repeat: int) -> tuple[float, flo
 
     Shards scattered once and pinned; each round submits one task per worker and gathers.
     """
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = worker_addresses(client)
     parts = splits.shards(len(y), len(workers))
     data = [(client.scatter(X[s], workers=[a]), client.scatter(y[s], workers=[a]))
             for s, a in zip(parts, workers, strict=True)]

@@ -102,6 +102,24 @@ def dask_client(
         restore_environ(environ)
 
 
+def worker_addresses(client, *, timeout: float = START_TIMEOUT) -> list[str]:
+    """The addresses of ``client``'s workers, sorted, asked of the scheduler now.
+
+    A worker can be briefly gone: its nanny restarts it after a crash or a missed heartbeat
+    on a busy machine. Wait up to ``timeout`` s for at least one, then ``ClusterError``,
+    instead of handing the caller an empty list to divide by.
+    """
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (TimeoutError, asyncio.TimeoutError):
+        raise ClusterError(f"the Dask scheduler at {client.scheduler.address} has had no worker "
+                           f"for {timeout} s") from None
+    workers = sorted(client.scheduler_info()["workers"])
+    if not workers:  # one left between the two questions
+        raise ClusterError(f"the Dask scheduler at {client.scheduler.address} lost its last worker")
+    return workers
+
+
 def restore_environ(saved: dict) -> None:
     """Put ``os.environ`` back as ``saved``.
 

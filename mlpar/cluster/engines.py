@@ -287,7 +287,12 @@ class DaskEngine(Engine):
     name = "dask"
 
     def __init__(self, n_workers: int, address: str | None = None):
-        from mlpar.cluster.dask_cluster import START_TIMEOUT, ClusterError, dask_client
+        from mlpar.cluster.dask_cluster import (
+            START_TIMEOUT,
+            ClusterError,
+            dask_client,
+            worker_addresses,
+        )
 
         if address is None:
             n_workers = limits.workers("n_workers", n_workers)
@@ -298,7 +303,7 @@ class DaskEngine(Engine):
         try:  # everything that starts something, inside the try that stops it
             self._scope = dask_client(address, n_workers=self.n_workers)
             self.client = self._scope.__enter__()
-            addresses = sorted(self.client.scheduler_info()["workers"])
+            addresses = worker_addresses(self.client)
             # On a smaller real cluster several logical workers share a machine, round-robin.
             self._address = [addresses[i % len(addresses)] for i in range(self.n_workers)]
             made = [self.client.submit(WorkerStore, actor=True, workers=[a], pure=False)

@@ -61,3 +61,35 @@ def test_a_cluster_that_cannot_start_in_time_is_stopped_and_explained(process_ce
         with command_line_cluster(1, timeout=0.01):
             pass
     assert_no_new_children(before)
+
+
+class _Scheduler:
+    address = "tcp://127.0.0.1:1"
+
+
+class _FakeClient:
+    """Answers like a Client whose workers are (or are not) there."""
+
+    scheduler = _Scheduler()
+
+    def __init__(self, workers, *, arrive=True):
+        self.workers, self.arrive = workers, arrive
+
+    def wait_for_workers(self, n, timeout=None):
+        if not self.arrive:
+            raise TimeoutError(f"only 0 of {n} workers after {timeout} s")
+
+    def scheduler_info(self):
+        return {"workers": {w: {} for w in self.workers}}
+
+
+def test_worker_addresses_are_sorted_and_never_an_empty_list():
+    from mlpar.cluster.dask_cluster import ClusterError, worker_addresses
+
+    assert worker_addresses(_FakeClient(["tcp://b:2", "tcp://a:1"])) == ["tcp://a:1", "tcp://b:2"]
+    # The nanny is restarting the only worker, and it does not come back: said, not a modulo by 0.
+    with pytest.raises(ClusterError, match="no worker for 0.5 s"):
+        worker_addresses(_FakeClient([], arrive=False), timeout=0.5)
+    # It came and went between the wait and the question.
+    with pytest.raises(ClusterError, match="lost its last worker"):
+        worker_addresses(_FakeClient([]))

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlpar.algorithms.distributed import gossip, topologies
+from mlpar.cluster.dask_cluster import worker_addresses
 from mlpar.core import limits, validation
 
 PICKLE_OVERHEAD = len(pickle.dumps(np.zeros(1), protocol=5)) - 8  # header bytes per array sent
@@ -204,7 +205,7 @@ def gossip_nodes(client, X, y, W, *, heterogeneous: bool = True, timeout: float 
     W = topologies.check_mixing(W)
     n = len(W)
     X, y, parts = gossip.node_data(X, y, n, heterogeneous=heterogeneous)  # before any actor starts
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = worker_addresses(client)
     futures = [client.submit(GossipNode, i, n, X[s], y[s], n / len(y), actor=True,
                              workers=[workers[i % len(workers)]], pure=False)
                for i, s in enumerate(parts)]

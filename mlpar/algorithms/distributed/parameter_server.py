@@ -360,7 +360,7 @@ def train_with_actors(X, y, *, n_workers: int = 2, lr: float = 0.05, batch_size:
     No per-step scheduling: after start-up, workers and server exchange messages directly.
     Times are seconds since the first pull, on the actor's clock.
     """
-    from mlpar.cluster.dask_cluster import dask_client
+    from mlpar.cluster.dask_cluster import dask_client, worker_addresses
 
     X, y, lr, batch_size, n_updates, seed = _check(X, y, lr, batch_size, n_updates, seed)
     m = planned_workers("dask", n_workers, address=address)
@@ -368,8 +368,7 @@ def train_with_actors(X, y, *, n_workers: int = 2, lr: float = 0.05, batch_size:
     seeds = seeding.worker_seeds(m, seed=seed)
     steps = [n_updates // m + (i < n_updates % m) for i in range(m)]
     with dask_client(address, n_workers=m) as client:
-        client.wait_for_workers(1, timeout=60)
-        hosts = sorted(client.scheduler_info()["workers"])
+        hosts = worker_addresses(client)
         where = [[hosts[i % len(hosts)]] for i in range(m)]
         server = client.submit(ServerActor, X.shape[1], lr, m, actor=True, workers=where[0]).result()
         loops = [client.submit(_actor_worker, server, X[s], y[s], steps[i], seeds[i], batch_size, i,
