@@ -152,7 +152,9 @@ def compiled_product_reaches_the_memory_roof(quick: bool = False, *, arrays=None
     """The parallel compiled product reaches at least 80% of the measured memory roof.
 
     The product and STREAM's triad (the same traffic: two reads, one write) are measured in
-    turns, so that another program's load falls on both alike; each keeps its best rate.
+    rounds, one after the other, so that another program's load falls on both alike; the
+    claim is the median over rounds of the product's share of that round's roof (a busy
+    moment spoils one round, not the verdict), with the spread of the rounds.
     ``arrays``: (x, y, out) to measure on, instead of new ones (a lesson passes its own, so
     that its memory holds one set, not two); ``out`` is overwritten.
     """
@@ -167,13 +169,14 @@ def compiled_product_reaches_the_memory_roof(quick: bool = False, *, arrays=None
     else:
         x, y, out = stream.three_arrays("arrays", arrays, written=2)
     n = x.shape[0]
-    product, roof = 0.0, 0.0
-    for _ in range(2 if quick else 3):
+    shares = []
+    for _ in range(3 if quick else 5):
         t = timing.measure(ew.product_parallel, x, y, out, repeat=3, nbytes=ew.PRODUCT_BYTES * n)
-        product = max(product, t.gbps)
-        roof = max(roof, stream.memory_roof(repeat=3, arrays=(out, x, y)).gbps)
-    return claims.check("01", "parallel product's share of the memory roof", 100 * product / roof,
-                        at_least=80, unit="%",
+        roof = stream.memory_roof(repeat=3, arrays=(out, x, y)).gbps
+        shares.append(100 * t.gbps / roof)
+    return claims.check("01", f"parallel product's share of the memory roof (median of "
+                              f"{len(shares)} rounds: {min(shares):.0f}–{max(shares):.0f}%)",
+                        float(np.median(shares)), at_least=80, unit="%",
                         cause="another program was using the memory bus while this ran")
 
 

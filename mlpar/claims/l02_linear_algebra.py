@@ -5,6 +5,8 @@ Each function measures and returns a ``Claim`` (✓/✗ and why not, or n/a and 
 
 from __future__ import annotations
 
+import numpy as np
+
 from mlpar.core import claims, timing, validation
 from mlpar.cpu import matmul as mm
 from mlpar.cpu import stream
@@ -131,16 +133,28 @@ def packed_reaches_a_share_of_the_peak(quick: bool = False, *, packed_gflops=Non
                                        peak_gflops=None, n=None):
     """The packed numba kernel (all threads) reaches at least 30% of the measured BLAS peak.
 
-    ``packed_gflops``, ``peak_gflops``, ``n``: figures already measured (reused).
+    ``packed_gflops``, ``peak_gflops``, ``n``: figures already measured (reused). Otherwise
+    the packed kernel and BLAS are timed in rounds, one after the other, and the claim is the
+    median over rounds of that round's share: numba's threads and BLAS's threads each need
+    both cores, so a moment when another program holds one spoils a round, not the verdict.
     """
     quick = validation.flag("quick", quick)
+    spread = ""
     if packed_gflops is None or peak_gflops is None:
         n = 384 if quick else 512
-        packed_gflops = mm.measure_variant("packed", n, repeat=3).gflops
-        blas = mm.measure_variant("blas", n, repeat=3).gflops
-        peak_gflops = max(blas, mm.blas_peak(512 if quick else mm.PEAK_SIZE, repeat=3))
-    return claims.check("02", f"packed share of the BLAS peak, n = {n}",
-                        100 * packed_gflops / peak_gflops, at_least=30, unit="%",
+        shares = []
+        for _ in range(3 if quick else 5):
+            packed = mm.measure_variant("packed", n, repeat=3).gflops
+            blas = mm.measure_variant("blas", n, repeat=3).gflops
+            shares.append(100 * packed / max(blas, mm.blas_peak(512 if quick else mm.PEAK_SIZE,
+                                                                repeat=3)))
+        share = float(np.median(shares))
+        spread = f" (median of {len(shares)} rounds: {min(shares):.0f}–{max(shares):.0f}%)"
+    else:
+        share = 100 * validation.positive("packed_gflops", packed_gflops) / validation.positive(
+            "peak_gflops", peak_gflops)
+    return claims.check("02", f"packed share of the BLAS peak, n = {n}{spread}", share,
+                        at_least=30, unit="%",
                         cause="numba's threads and BLAS's threads did not get the same cores, "
                               "or the BLAS here is exceptionally fast")
 

@@ -21,18 +21,37 @@ def _problem(quick: bool):
             else make_sparse_problem(50_000, 10_000, 0.001, seed=0))
 
 
-def _runs(quick: bool) -> dict:
+def _rounds(quick: bool) -> list[dict]:
+    """Rounds of one serial, one locked and one lock-free run each, back to back.
+
+    A run lasts tens of milliseconds, and a moment when the host takes a core away halves a
+    2-thread run and leaves a 1-thread run alone. Comparing runs of the same round, and taking
+    the median over rounds, lets such a moment spoil one round instead of the verdict.
+    """
     quick = validation.flag("quick", quick)
     problem = _problem(quick)
-    # Quick runs last tens of milliseconds: the best of 5 alternating runs, so that a moment
-    # when the host takes a core away spoils one run of each variant, not the comparison.
-    epochs, repeat = (3, 5) if quick else (5, 3)
-    runs = {"serial": [run_sgd(problem, "serial", step=STEP, epochs=epochs, seed=0)]}
-    for _ in range(repeat):  # alternate the variants so load from elsewhere hits both alike
-        for variant in ("locked", "lock-free"):
-            runs.setdefault(variant, []).append(
-                run_sgd(problem, variant, threads=2, step=STEP, epochs=epochs, seed=0))
-    return {k: max(rs, key=lambda r: r.updates_per_second) for k, rs in runs.items()}
+    epochs, rounds = (3, 5) if quick else (5, 9)
+    return [{variant: run_sgd(problem, variant, threads=threads, step=STEP, epochs=epochs, seed=0)
+             for variant, threads in (("serial", 1), ("locked", 2), ("lock-free", 2))}
+            for _ in range(rounds)]
+
+
+def _paired(rounds: list[dict], fast: str, slow: str) -> tuple[float, str]:
+    """Median over rounds of ``fast``'s updates/s ÷ ``slow``'s, and the spread to print."""
+    ratios = [r[fast].updates_per_second / r[slow].updates_per_second for r in rounds]
+    return float(np.median(ratios)), (f" (median of {len(ratios)} interleaved rounds: "
+                                      f"{min(ratios):.2f}–{max(ratios):.2f}×)")
+
+
+def _lesson_runs(runs, *wanted) -> dict:
+    """The lesson's table as {variant: run}, refusing a table without the ``wanted`` runs."""
+    found = {(getattr(r, "variant", None), getattr(r, "threads", None)): r for r in runs}
+    missing = [w for w in wanted if w not in found]
+    if missing:
+        named = " and ".join(f"{variant} {threads}-thread" for variant, threads in wanted)
+        raise ValueError(f"runs: expected SGDRun results including the {named} runs, got "
+                         f"{sorted(k for k in found if k[0])}")
+    return {variant: found[variant, threads] for variant, threads in wanted}
 
 
 def lock_free_beats_locked(quick: bool = False, *, runs=None):
@@ -42,22 +61,17 @@ def lock_free_beats_locked(quick: bool = False, *, runs=None):
     lock-free 2-thread runs of the table the lesson shows instead of measuring again.
     """
     quick = validation.flag("quick", quick)
-    if runs is not None:
-        found = {(getattr(r, "variant", None), getattr(r, "threads", None)): r for r in runs}
-        if ("locked", 2) not in found or ("lock-free", 2) not in found:
-            raise ValueError("runs: expected SGDRun results including the locked and lock-free "
-                             f"2-thread runs, got {sorted(k for k in found if k[0])}")
+    table = None if runs is None else _lesson_runs(runs, ("locked", 2), ("lock-free", 2))
     statement = "updates/s on 2 threads, lock-free ÷ locked"
     reason = claims.precondition(cores=2)  # one core runs the threads in turn: nothing to gain
     if reason:
         return claims.check("04", statement, float("nan"), at_least=1.5, unit="×",
                             not_applicable=reason)
-    if runs is not None:
-        best = {"locked": found["locked", 2], "lock-free": found["lock-free", 2]}
+    if table is not None:
+        ratio, spread = table["lock-free"].updates_per_second / table["locked"].updates_per_second, ""
     else:
-        best = _runs(quick)
-    ratio = best["lock-free"].updates_per_second / best["locked"].updates_per_second
-    return claims.check("04", statement, ratio, at_least=1.5, unit="×", cause=BUSY)
+        ratio, spread = _paired(_rounds(quick), "lock-free", "locked")
+    return claims.check("04", statement + spread, ratio, at_least=1.5, unit="×", cause=BUSY)
 
 
 def lock_free_beats_serial(quick: bool = False, *, runs=None):
@@ -69,22 +83,17 @@ def lock_free_beats_serial(quick: bool = False, *, runs=None):
     table are read.
     """
     quick = validation.flag("quick", quick)
-    if runs is not None:
-        found = {(getattr(r, "variant", None), getattr(r, "threads", None)): r for r in runs}
-        if ("serial", 1) not in found or ("lock-free", 2) not in found:
-            raise ValueError("runs: expected SGDRun results including the serial run and the "
-                             f"lock-free 2-thread run, got {sorted(k for k in found if k[0])}")
+    table = None if runs is None else _lesson_runs(runs, ("serial", 1), ("lock-free", 2))
     statement = "updates/s, lock-free on 2 threads ÷ serial on 1"
     reason = claims.precondition(cores=2)
     if reason:
         return claims.check("04", statement, float("nan"), at_least=1.3, unit="×",
                             not_applicable=reason)
-    if runs is not None:
-        best = {"serial": found["serial", 1], "lock-free": found["lock-free", 2]}
+    if table is not None:
+        ratio, spread = table["lock-free"].updates_per_second / table["serial"].updates_per_second, ""
     else:
-        best = _runs(quick)
-    ratio = best["lock-free"].updates_per_second / best["serial"].updates_per_second
-    return claims.check("04", statement, ratio, at_least=1.3, unit="×",
+        ratio, spread = _paired(_rounds(quick), "lock-free", "serial")
+    return claims.check("04", statement + spread, ratio, at_least=1.3, unit="×",
                         cause=BUSY + "; or the two threads' writes keep moving shared cache lines "
                               "between the cores")
 
@@ -92,8 +101,7 @@ def lock_free_beats_serial(quick: bool = False, *, runs=None):
 def all_variants_reach_the_same_loss(quick: bool = False):
     """Serial, locked and lock-free SGD end within 1% of each other's final loss."""
     quick = validation.flag("quick", quick)
-    best = _runs(quick)
-    losses = np.array([r.final_loss for r in best.values()])
+    losses = np.array([r.final_loss for r in _rounds(quick)[0].values()])
     spread = float((losses.max() - losses.min()) / losses.min())
     return claims.check("04", "final-loss spread over serial, locked, lock-free", 100 * spread,
                         at_most=1.0, unit="%",

@@ -169,3 +169,27 @@ def test_lock_free_against_serial_reads_the_lessons_own_table(monkeypatch):
         l04.lock_free_beats_serial(runs=[run("lock-free", 2, 5e6)])
     monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=1")
     assert "usable cores" in l04.lock_free_beats_serial(runs=quiet).not_applicable
+
+
+def test_lock_free_claims_compare_runs_of_the_same_round_and_take_the_median(monkeypatch):
+    from types import SimpleNamespace
+
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
+
+    def round_(serial, locked, free):
+        return {v: SimpleNamespace(updates_per_second=r)
+                for v, r in (("serial", serial), ("locked", locked), ("lock-free", free))}
+
+    # The machine slows down between rounds (all runs of round 2 at half speed), and once a
+    # busy moment halves one 2-thread run (round 4): per-round ratios keep both out of the verdict.
+    rounds = [round_(3e6, 2e6, 6e6), round_(1.5e6, 1e6, 3e6), round_(3e6, 2e6, 6e6),
+              round_(3e6, 2e6, 3e6), round_(3e6, 2e6, 6e6)]
+    monkeypatch.setattr(l04, "_rounds", lambda quick: rounds)
+    against_locked = l04.lock_free_beats_locked(quick=True)
+    assert against_locked.value == pytest.approx(3.0) and against_locked.held is True
+    assert "median of 5 interleaved rounds: 1.50–3.00×" in against_locked.statement
+    against_serial = l04.lock_free_beats_serial(quick=True)
+    assert against_serial.value == pytest.approx(2.0) and against_serial.held is True
+    # Most rounds slow: the median says so.
+    rounds[:] = [round_(3e6, 2e6, 3e6)] * 3 + [round_(3e6, 2e6, 6e6)] * 2
+    assert l04.lock_free_beats_serial(quick=True).held is False
