@@ -88,8 +88,8 @@ def likely_cause(prediction: mapreduce.Prediction) -> str:
     busy through all of them (``claims.machine_causes`` then names it, and so does this). The
     model's cause differs with the side: rounds faster than a model that folded the server onto
     a worker's core mean the operating system overlapped what the fold makes take turns; rounds
-    slower than the model mean a cost the calibration (echoes to idle workers, compute timed
-    alone) never saw.
+    slower than the model mean a cost the calibration (echoes, and compute, each timed apart)
+    never saw.
     """
     if not isinstance(prediction, mapreduce.Prediction):
         raise TypeError(f"prediction: expected a mapreduce.Prediction, got "
@@ -114,8 +114,8 @@ def likely_cause(prediction: mapreduce.Prediction) -> str:
     crowd = (f" (here {prediction.n_workers} workers and the server on {prediction.cores} cores: "
              "wake-ups and the server's threads compete with the compute)"
              if prediction.server_shares_a_core else "")
-    return steady + ("a cost the calibration never saw, since it times echoes to idle workers "
-                     f"and the compute on its own{crowd}")
+    return steady + ("a cost the calibration never saw, since it times the echoes and the "
+                     f"compute apart{crowd}")
 
 
 def model_predicts_processes(quick: bool = False):
