@@ -112,7 +112,7 @@ def likely_cause(prediction: mapreduce.Prediction) -> str:
                              "core is free and overlaps part of them")
         return steady + "the calibration overstated a cost (a message or the compute per sample)"
     crowd = (f" (here {prediction.n_workers} workers and the server on {prediction.cores} cores: "
-             "wake-ups and the server's threads compete with the compute)"
+             "the server's threads compete with the compute)"
              if prediction.server_shares_a_core else "")
     return steady + ("a cost the calibration never saw, since it times the echoes and the "
                      f"compute apart{crowd}")

@@ -66,7 +66,7 @@ def test_05_a_steady_miss_blames_the_model_and_a_scattered_one_the_machine(monke
     texts = {name: repr(c05.prediction_claim(p)) for name, p in
              (("slow", slow), ("fast", fast), ("fast_free", fast_free), ("scattered", scattered))}
     assert all(t.startswith("✗") for t in texts.values())
-    assert "slower than the model" in texts["slow"] and "timed apart" in texts["slow"]
+    assert "slower than the model" in texts["slow"] and "compute apart" in texts["slow"]
     assert "2 workers and the server on 2 cores" in texts["slow"]
     assert "faster than the model" in texts["fast"] and "whichever core is free" in texts["fast"]
     assert "faster than the model" in texts["fast_free"]
@@ -86,7 +86,7 @@ def test_05_a_steady_miss_on_a_busy_machine_names_both(monkeypatch):
     text = repr(c05.prediction_claim(mapreduce.typical(
         [prediction(r, cores=2) for r in (1.6, 1.8, 2.0)])))
     assert "busy through all of them" in text and "not noise" not in text
-    assert "timed apart" in text and "the machine is busy (load 9)" in text
+    assert "compute apart" in text and "the machine is busy (load 9)" in text
 
 
 def test_06_prediction_claim_holds_within_the_tolerance_and_fails_outside():
