@@ -279,6 +279,9 @@ def echo_round(n_workers: int, alpha: float, latency: float) -> float:
 
 #: the longest wait ``measure_links`` leaves before an echo (a round's compute is shorter)
 MAX_PAUSE = 0.1
+#: a compute shorter than this keeps the server's core awake: ``calibrate`` then sends echoes
+#: back to back, as lesson 06's minibatch updates send their messages
+MIN_PAUSE = 1e-3
 
 
 def measure_links(engine, sizes=(8, 1 << 20), repeat: int = 7, *,
@@ -352,9 +355,9 @@ def calibrate(engine, X: np.ndarray, y: np.ndarray, *, repeat: int = 7, work=Non
     Compute first: ``measure_compute`` (``work``, default ``tasks.row_pass``, timed on every
     worker at once). Then messages: ``measure_links`` (echo round trips, one worker and all at
     once), each echo sent after a pause as long as one worker's compute, the server's idle wait
-    in a round (capped at ``MAX_PAUSE``). Nothing here times a whole round of an algorithm, so
-    a model built from these figures *predicts* a round; comparing the prediction with a
-    measured round tests the model.
+    in a round (capped at ``MAX_PAUSE``; none below ``MIN_PAUSE``). Nothing here times a whole
+    round of an algorithm, so a model built from these figures *predicts* a round; comparing
+    the prediction with a measured round tests the model.
     """
     X = validation.array("X", X, ndim=2, dtype=np.float64, min_size=1, finite=True)
     y = validation.array("y", y, ndim=1, dtype=np.float64, finite=True)
@@ -362,5 +365,6 @@ def calibrate(engine, X: np.ndarray, y: np.ndarray, *, repeat: int = 7, work=Non
     _check_engine(engine)
     per_sample = measure_compute(engine, X, y, work=work, repeat=repeat)
     pause = min(per_sample * -(-len(y) // engine.n_workers), MAX_PAUSE)
+    pause = pause if pause >= MIN_PAUSE else 0.0
     alpha, latency, beta = measure_links(engine, repeat=repeat, pause=pause)
     return CostModel(alpha=alpha, beta=beta, per_sample=per_sample, latency=latency)
