@@ -403,10 +403,12 @@ def _timed(func) -> float:
     return time.perf_counter() - start
 
 
-def _rounds(calls: list, repeat: int, progress: bool, desc: str) -> np.ndarray:
+def _rounds(calls: list, repeat: int, progress: bool, desc: str,
+            warm_ups: list | None = None) -> np.ndarray:
     # Warm-up: every configuration once, untimed (pools started, code compiled, caches
-    # touched); then ``repeat`` rounds, each timing every configuration once, interleaved.
-    for call in calls:
+    # touched), or the cheaper ``warm_ups`` the caller gave; then ``repeat`` rounds, each
+    # timing every configuration once, interleaved.
+    for call in calls if warm_ups is None else warm_ups:
         call()
     if progress:
         from tqdm.auto import tqdm
@@ -423,31 +425,45 @@ def _rounds(calls: list, repeat: int, progress: bool, desc: str) -> np.ndarray:
     return out
 
 
+def _warm_ups(warm_up, ps: list[int]) -> list | None:
+    """One untimed ``warm_up(p)`` per distinct worker count, or None (warm up on ``run``)."""
+    if warm_up is None:
+        return None
+    validation.callable_("warm_up", warm_up)
+    return [lambda p=p: warm_up(p) for p in dict.fromkeys(ps)]
+
+
 def speedup_curve(
     run: Callable[[int], object], workers: Sequence[int], *, repeat: int = 3,
-    progress: bool = False,
+    progress: bool = False, warm_up: Callable[[int], object] | None = None,
 ) -> SpeedupCurve:
     """Strong scaling: time ``run(p)`` (the whole fixed-size job on ``p`` workers) for each
     ``p`` in ``workers``, in ``repeat`` interleaved rounds after one untimed warm-up of each.
-    Put ``p = 1`` first."""
+    Put ``p = 1`` first.
+
+    ``warm_up``: called as ``warm_up(p)`` once per worker count instead of the untimed
+    ``run(p)``; a job just big enough to start a pool of ``p`` workers and give each a task
+    warms it as well, for a fraction of a whole job's time."""
     validation.callable_("run", run)
     repeat = validation.positive_int("repeat", repeat, maximum=MAX_CURVE_ROUNDS)
     progress = validation.flag("progress", progress)
     ps = _worker_list(workers)
-    samples = _rounds([lambda p=p: run(p) for p in ps], repeat, progress, "strong scaling")
+    samples = _rounds([lambda p=p: run(p) for p in ps], repeat, progress, "strong scaling",
+                      _warm_ups(warm_up, ps))
     return SpeedupCurve(tuple(ps), tuple(map(tuple, samples.tolist())))
 
 
 def scaled_speedup_curve(
     run: Callable[[int, int], object], workers: Sequence[int], *, repeat: int = 3,
-    progress: bool = False,
+    progress: bool = False, warm_up: Callable[[int], object] | None = None,
 ) -> SpeedupCurve:
     """Weak scaling: the problem grows with the workers.
 
     ``run(n_workers, scale)`` does ``scale`` units of work on ``n_workers`` workers. Each
     round times ``run(p, p)`` and ``run(1, p)`` for every ``p``; their ratio, within one
     round, is the scaled speedup Gustafson's law describes (exactly 1 at ``p = 1``, where the
-    two runs are one call).
+    two runs are one call). ``warm_up(p)``, as in ``speedup_curve``, replaces the untimed
+    warm-up calls (one per worker count, 1 included).
     """
     validation.callable_("run", run)
     repeat = validation.positive_int("repeat", repeat, maximum=MAX_CURVE_ROUNDS)
@@ -456,7 +472,7 @@ def scaled_speedup_curve(
     calls = [lambda p=p: run(p, p) for p in ps]
     serial_at = [k for k, p in enumerate(ps) if p != 1]
     calls += [lambda p=ps[k]: run(1, p) for k in serial_at]
-    samples = _rounds(calls, repeat, progress, "scaled speedup")
+    samples = _rounds(calls, repeat, progress, "scaled speedup", _warm_ups(warm_up, [1, *ps]))
     parallel = samples[:, : len(ps)]
     serial = parallel.copy()  # at p = 1 both runs are the same call: reuse it
     serial[:, serial_at] = samples[:, len(ps):]

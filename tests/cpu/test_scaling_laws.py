@@ -72,6 +72,20 @@ def test_speedup_curves_warm_up_then_interleave_rounds():
     assert scaled.speedups[0] == 1.0 and scaled.round_speedups.shape == (1, 2)
 
 
+def test_a_cheaper_warm_up_replaces_the_untimed_calls():
+    calls = []
+    sl.speedup_curve(lambda p: calls.append(p), [1, 2, 4], repeat=1,
+                     warm_up=lambda p: calls.append(("warm", p)))
+    assert calls == [("warm", 1), ("warm", 2), ("warm", 4), 1, 2, 4]
+    calls.clear()
+    sl.scaled_speedup_curve(lambda p, k: calls.append((p, k)), [2, 4], repeat=1,
+                            warm_up=lambda p: calls.append(("warm", p)))
+    # every pool a round uses is warmed once, one worker's included
+    assert calls == [("warm", 1), ("warm", 2), ("warm", 4), (2, 2), (4, 4), (1, 2), (1, 4)]
+    with pytest.raises(TypeError, match="warm_up"):
+        sl.speedup_curve(lambda p: None, [1, 2], warm_up=3)
+
+
 def test_scaled_speedup_divides_times_from_the_same_round():
     # Round 1 is slow for everything (a burst of load): per-round ratios stay the same.
     # fake clock: each timed call lasts the next duration (warm-up calls are not timed)
@@ -128,9 +142,10 @@ def test_fit_uses_relative_residuals():
     p = np.array([2, 8, 64])
     S = sl.amdahl_speedup(p, 0.05) * np.array([1.2, 1.0, 0.6])
     grid = np.linspace(0, 0.2, 20_001)
+    law = 1.0 / (grid[:, None] + (1.0 - grid[:, None]) / p)  # Amdahl's S at every grid point
 
     def best(weights):
-        cost = [np.sum(((sl.amdahl_speedup(p, g) - S) / weights) ** 2) for g in grid]
+        cost = np.sum(((law - S) / weights) ** 2, axis=1)
         return grid[int(np.argmin(cost))]
 
     fit = sl.fit_amdahl(p, S)

@@ -8,6 +8,8 @@ Two questions, two measurements, kept apart:
 
 Both time every configuration in interleaved rounds after an untimed warm-up
 (``mlpar.cpu.scaling_laws``), so each speedup divides two times taken moments apart. The
+warm-up gives every worker of each pool one fit (pool started, modules imported, code run
+once), not a whole job: a whole untimed round would cost as much as a timed one. The
 model is heavy on purpose: each fit lasts well over ``MIN_FIT_SECONDS`` (the lesson's rule: a
 task much shorter than that is dominated by the pool's per-task cost).
 
@@ -60,6 +62,12 @@ def fit_seconds(model, X, y, *, repeat: int = 2, seed: int = 0) -> float:
     return best
 
 
+def warm_up_fits(n_workers: int) -> int:
+    """Fits of the untimed warm-up of ``n_workers`` workers: one each (every worker imports
+    the modules and runs a fit once; a whole job would add nothing but time)."""
+    return validation.positive_int("n_workers", n_workers, maximum=1 << 20)
+
+
 def fits(n_fits: int, n_samples: int, *, seed: int = 0) -> list:
     """``n_fits`` (train, test) pairs: repeated 5-fold, as many repeats as needed, cut."""
     n_fits = validation.positive_int("n_fits", n_fits, maximum=10_000)
@@ -94,17 +102,21 @@ def strong_and_scaled(model, X, y, workers, *, fixed_fits: int = FIXED_FITS,
     """(strong curve, scaled curve): fixed ``fixed_fits`` fits on ``workers``, and
     ``fits_per_worker`` × p on ``scaled_workers`` (the same counts when None).
 
-    ``plan_sweep`` chooses all of these from a time and memory budget."""
+    ``plan_sweep`` chooses all of these from a time and memory budget. Each worker count is
+    warmed up by one fit per worker (``warm_up_fits``), untimed."""
     run = cv_runner(model, X, y)
     fixed_fits = validation.positive_int("fixed_fits", fixed_fits, maximum=100_000)
     fits_per_worker = validation.positive_int("fits_per_worker", fits_per_worker, maximum=100_000)
     repeat = validation.positive_int("repeat", repeat, maximum=1000)
     progress = validation.flag("progress", progress)
+    def warm_up(p):
+        return run(p, warm_up_fits(p))
+
     strong = scaling_laws.speedup_curve(lambda p: run(p, fixed_fits), workers, repeat=repeat,
-                                        progress=progress)
+                                        progress=progress, warm_up=warm_up)
     scaled = scaling_laws.scaled_speedup_curve(lambda p, k: run(p, k * fits_per_worker),
                                                workers if scaled_workers is None else scaled_workers,
-                                               repeat=repeat, progress=progress)
+                                               repeat=repeat, progress=progress, warm_up=warm_up)
     return strong, scaled
 
 
@@ -163,6 +175,12 @@ class SweepPlan:
     budget_seconds: float
     stops: tuple[str, ...]
 
+    def _warm_ups(self) -> list[tuple[int, int]]:
+        """(workers, fits) of the untimed warm-ups: one fit per worker, for each worker count
+        of the strong sweep, then for 1 and each count of the scaled sweep."""
+        counts = list(self.strong_workers) + [1, *self.scaled_workers]
+        return [(p, warm_up_fits(p)) for p in counts]
+
     def _calls(self) -> list[tuple[int, int]]:
         """(workers, fits) of every call one round makes, strong then scaled (p workers on
         p × fits_per_worker, and one worker on the same grown job for p > 1)."""
@@ -170,22 +188,24 @@ class SweepPlan:
         calls += [(p, p * self.fits_per_worker) for p in self.scaled_workers]
         return calls + [(1, p * self.fits_per_worker) for p in self.scaled_workers if p > 1]
 
+    def _seconds(self, calls) -> float:
+        return sum(_job_seconds(p, n, self.cores, self.fit_seconds) for p, n in calls)
+
     @property
     def seconds(self) -> float:
-        """Predicted time of both sweeps: an untimed warm-up round and ``repeat`` timed ones."""
-        one_round = sum(_job_seconds(p, n, self.cores, self.fit_seconds) for p, n in self._calls())
-        return (self.repeat + 1) * one_round
+        """Predicted time of both sweeps: the untimed warm-ups and ``repeat`` timed rounds."""
+        return self._seconds(self._warm_ups()) + self.repeat * self._seconds(self._calls())
 
     @property
     def strong_seconds(self) -> float:
-        """Predicted time of the strong sweep alone."""
-        return (self.repeat + 1) * sum(_job_seconds(p, self.fixed_fits, self.cores, self.fit_seconds)
-                                       for p in self.strong_workers)
+        """Predicted time of the strong sweep alone, its warm-ups included."""
+        return (self._seconds((p, warm_up_fits(p)) for p in self.strong_workers)
+                + self.repeat * self._seconds((p, self.fixed_fits) for p in self.strong_workers))
 
     @property
     def fits(self) -> int:
-        """Model fits the two sweeps run, warm-up included."""
-        return (self.repeat + 1) * sum(n for _, n in self._calls())
+        """Model fits the two sweeps run, warm-ups included."""
+        return sum(n for _, n in self._warm_ups()) + self.repeat * sum(n for _, n in self._calls())
 
     @property
     def peak_bytes(self) -> int:
@@ -258,12 +278,14 @@ def plan_sweep(fit_seconds: float, *, cores: int | None = None, memory_bytes: in
 
 def parallel_cv_curve(model, X, y, *, n_fits: int = FIXED_FITS, n_jobs: int = 2,
                       repeat: int = 3) -> scaling_laws.SpeedupCurve:
-    """``n_fits`` fits on 1 and ``n_jobs`` workers, ``repeat`` interleaved rounds, warmed up."""
+    """``n_fits`` fits on 1 and ``n_jobs`` workers, ``repeat`` interleaved rounds, each pool
+    warmed up with one fit per worker."""
     run = cv_runner(model, X, y)
     n_fits = validation.positive_int("n_fits", n_fits, maximum=100_000)
     n_jobs = limits.workers("n_jobs", n_jobs)
     repeat = validation.positive_int("repeat", repeat, maximum=1000)
-    return scaling_laws.speedup_curve(lambda p: run(p, n_fits), [1, n_jobs], repeat=repeat)
+    return scaling_laws.speedup_curve(lambda p: run(p, n_fits), [1, n_jobs], repeat=repeat,
+                                      warm_up=lambda p: run(p, warm_up_fits(p)))
 
 
 def parallel_cv_speedup(model, X, y, *, n_fits: int = FIXED_FITS, n_jobs: int = 2,
@@ -366,7 +388,8 @@ def measure_grid_speedup(model, grid: dict, X, y, folds, *, n_workers: int = 2,
                          repeat: int = 2) -> GridTiming:
     """Time a grid search (one task per candidate and fold) serially and on ``n_workers`` loky
     processes, interleaved, after a warm-up; and measure the model's inputs: each task's time
-    (serially, one at a time) and the dispatch cost c: the same n tasks, with the same
+    (the serial run times its tasks one by one, so no extra pass is needed; the round with
+    the best total gives them) and the dispatch cost c: the same n tasks, with the same
     arguments, doing nothing on the same pool (``T(p) = ⌈n/p⌉·c``). BLAS runs one thread
     everywhere."""
     from threadpoolctl import threadpool_limits
@@ -379,26 +402,33 @@ def measure_grid_speedup(model, grid: dict, X, y, folds, *, n_workers: int = 2,
     folds = cv.check_splits(folds, len(y))
     n_workers = limits.workers("n_workers", n_workers)
     repeat = validation.positive_int("repeat", repeat, maximum=100)
-
-    def run(backend, n_jobs):
-        return search.search(model, candidates, X, y, folds, backend=backend, n_jobs=n_jobs,
-                             blas_threads=1).seconds
-
-    run("loky", n_workers)  # warm-up: start the pool, import the modules in the workers
-    task_times = []
-    with threadpool_limits(1):
-        for params in candidates:
-            for train, test in folds:
-                start = time.perf_counter()
-                cv.fit_and_score(model, params, X, y, train, test)
-                task_times.append(time.perf_counter() - start)
-    serial = parallel = float("inf")
-    for _ in range(repeat):  # interleaved: a burst of outside load hits both alike
-        serial = min(serial, run("sequential", 1))
-        parallel = min(parallel, run("loky", n_workers))
-    # c: the same tasks, arguments and all (the model, X, y and the fold's rows are pickled
-    # for every task), doing nothing on the pool: T(p) = ⌈n/p⌉·c for them
+    # the search's tasks, arguments and all (search.search builds the same ones)
     tasks = [(model, params, X, y, train, test) for params in candidates for train, test in folds]
+
+    def parallel_run(some_tasks):
+        return cv.score_tasks(some_tasks, desc="grid", backend="loky", n_jobs=n_workers,
+                              blas_threads=1)[1]
+
+    def serial_run():
+        times = []
+        with threadpool_limits(1):
+            start = time.perf_counter()
+            for args in tasks:
+                began = time.perf_counter()
+                cv.fit_and_score(*args)
+                times.append(time.perf_counter() - began)
+            return time.perf_counter() - start, times
+
+    # warm-up: start the pool and import the modules in every worker, one task each
+    parallel_run(tasks[:n_workers])
+    serial = parallel = float("inf")
+    task_times = []
+    for _ in range(repeat):  # interleaved: a burst of outside load hits both alike
+        seconds, times = serial_run()
+        if seconds < serial:
+            serial, task_times = seconds, times
+        parallel = min(parallel, parallel_run(tasks))
+    # c: the same tasks doing nothing on the pool: T(p) = ⌈n/p⌉·c for them
     empty = float("inf")
     for _ in range(repeat):
         start = time.perf_counter()

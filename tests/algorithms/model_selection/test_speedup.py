@@ -29,8 +29,22 @@ def test_fits_cut_repeated_kfold_to_the_count():
 def test_strong_and_scaled_curves_have_one_point_per_worker_count():
     X, y = cv.load_dataset("breast_cancer")
     model = cv.make_model("logistic")
-    strong, scaled = speedup.strong_and_scaled(model, X, y, [1, 2], fixed_fits=2,
-                                               fits_per_worker=1, repeat=1)
+    runs = []
+    real = speedup.cv.cross_validate
+
+    def counted(*args, **kwargs):
+        runs.append((kwargs["n_jobs"], len(args[3])))
+        return real(*args, **kwargs)
+
+    speedup.cv.cross_validate = counted
+    try:
+        strong, scaled = speedup.strong_and_scaled(model, X, y, [1, 2], fixed_fits=2,
+                                                   fits_per_worker=1, repeat=1)
+    finally:
+        speedup.cv.cross_validate = real
+    # (workers, fits): each count warmed up by one fit per worker, then the timed round
+    assert runs == [(1, 1), (2, 2), (1, 2), (2, 2),  # strong
+                    (1, 1), (2, 2), (1, 1), (2, 2), (1, 2)]  # scaled: p, then 1 on p's job
     assert strong.workers == scaled.workers == (1, 2)
     assert strong.speedups[0] == 1.0 and scaled.speedups[0] == 1.0
     assert scaled.serial_times is not None and strong.serial_times is None
@@ -103,8 +117,12 @@ def test_the_plans_prediction_adds_up_the_rounds():
                  + 4 * 0.1 + 4 * 0.1  # scaled: 4 fits on 1 worker, 8 fits on 2
                  + 8 * 0.1  # one worker doing the grown job of 2
                  + 5 * speedup.CALL_SECONDS)
-    assert plan.seconds == pytest.approx((plan.repeat + 1) * one_round)  # warm-up + rounds
-    assert plan.fits == (plan.repeat + 1) * (10 + 10 + 4 + 8 + 8)
+    # warm-ups: one fit per worker for each count, strong [1, 2] then scaled 1 and [1, 2]
+    warm_ups = (1 * 0.1 + 1 * 0.1) + (1 * 0.1 + 1 * 0.1 + 1 * 0.1) + 5 * speedup.CALL_SECONDS
+    assert plan.seconds == pytest.approx(warm_ups + plan.repeat * one_round)
+    assert plan.fits == (1 + 2) + (1 + 1 + 2) + plan.repeat * (10 + 10 + 4 + 8 + 8)
+    assert plan.strong_seconds == pytest.approx(0.2 + 2 * speedup.CALL_SECONDS + plan.repeat * (
+        1.5 + 2 * speedup.CALL_SECONDS))
 
 
 def test_a_slow_machine_gets_the_smallest_sweep_and_is_told(monkeypatch):
