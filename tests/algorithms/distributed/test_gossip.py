@@ -225,7 +225,7 @@ def test_widget_every_topology_rule_and_size():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    shown = 0
+    shown, drawn = 0, {}
     for topology in T.TOPOLOGIES:
         for rule in T.RULES:
             for n in (2, 9, 16):
@@ -234,12 +234,22 @@ def test_widget_every_topology_rule_and_size():
                 except ValueError as error:  # the widget prints it: a size the topology lacks
                     assert topology in ("torus", "hypercube") and "n:" in str(error)
                     continue
-                fig, axes = plt.subplots(1, 3)
-                G.plot_consensus_view(view, axes)
-                plt.close(fig)
                 assert np.all(np.isfinite(view.errors)) and view.errors[0] == 1.0
                 shown += 1
+                # Drawing is what costs here (66 figures took 6 s), and the panels differ only
+                # by these: every topology's graph once, and every combination of the plot's
+                # branches (arrows, a cycle of matrices, a floor or a rate line, an exact round,
+                # the smallest size) once.
+                branches = (nx.is_directed(view.graph), len(view.matrices) > 1,
+                            view.floor > 1e-9, view.connected, view.exact_at is None, n == 2)
+                for key in (topology, branches):
+                    drawn.setdefault(key, view)
     assert shown >= 50
+    assert len(drawn) >= len(T.TOPOLOGIES) + 8, sorted(map(str, drawn))
+    for view in {id(v): v for v in drawn.values()}.values():
+        fig, axes = plt.subplots(1, 3)
+        G.plot_consensus_view(view, axes)
+        plt.close(fig)
     # The prompt's experiment: equal_neighbour on a star agrees, on the wrong value: a plateau.
     star = G.explore_consensus("star", 16, "equal_neighbour")
     assert star.floor > 0.05 and abs(star.errors[-1] - star.floor) < 1e-6
