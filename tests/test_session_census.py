@@ -27,7 +27,9 @@ def test_a_session_that_leaves_shared_memory_behind_fails(tmp_path):
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider",
              "-o", "addopts=", "-q", str(tmp_path / "test_leaky.py")],
-            cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+            # no plugin but the root conftest: importing nbval alone takes 2.5 s of CPU
+            cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+                               "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
             capture_output=True, text=True, timeout=120)
     finally:
         for folder in Path("/dev/shm").glob("joblib_memmapping_folder_*_census_probe"):
