@@ -177,8 +177,8 @@ class SweepPlan:
 
     def _warm_ups(self) -> list[tuple[int, int]]:
         """(workers, fits) of the untimed warm-ups: one fit per worker, for each worker count
-        of the strong sweep, then for 1 and each count of the scaled sweep."""
-        counts = list(self.strong_workers) + [1, *self.scaled_workers]
+        of the strong sweep, then for 1 and each count of the scaled sweep (each once)."""
+        counts = list(self.strong_workers) + list(dict.fromkeys([1, *self.scaled_workers]))
         return [(p, warm_up_fits(p)) for p in counts]
 
     def _calls(self) -> list[tuple[int, int]]:

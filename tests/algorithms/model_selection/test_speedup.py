@@ -117,10 +117,10 @@ def test_the_plans_prediction_adds_up_the_rounds():
                  + 4 * 0.1 + 4 * 0.1  # scaled: 4 fits on 1 worker, 8 fits on 2
                  + 8 * 0.1  # one worker doing the grown job of 2
                  + 5 * speedup.CALL_SECONDS)
-    # warm-ups: one fit per worker for each count, strong [1, 2] then scaled 1 and [1, 2]
-    warm_ups = (1 * 0.1 + 1 * 0.1) + (1 * 0.1 + 1 * 0.1 + 1 * 0.1) + 5 * speedup.CALL_SECONDS
+    # warm-ups: one fit per worker for each count, strong [1, 2] then scaled [1, 2]
+    warm_ups = 2 * (1 * 0.1 + 1 * 0.1) + 4 * speedup.CALL_SECONDS
     assert plan.seconds == pytest.approx(warm_ups + plan.repeat * one_round)
-    assert plan.fits == (1 + 2) + (1 + 1 + 2) + plan.repeat * (10 + 10 + 4 + 8 + 8)
+    assert plan.fits == (1 + 2) + (1 + 2) + plan.repeat * (10 + 10 + 4 + 8 + 8)
     assert plan.strong_seconds == pytest.approx(0.2 + 2 * speedup.CALL_SECONDS + plan.repeat * (
         1.5 + 2 * speedup.CALL_SECONDS))
 
