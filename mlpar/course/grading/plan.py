@@ -191,6 +191,16 @@ class LessonPlan:
     cells: list                      # the official student edition's cells
     exercises: list[Exercise]
     grading: set[int] = field(default_factory=set)  # indices of the cells grading mode runs
+    _parsed: tuple = field(default=(None, None), repr=False, compare=False)
+
+    def trees(self) -> list:
+        """:func:`code_trees` of :attr:`cells`, parsed once for every submission of the lesson
+        (callers read them, never change them)."""
+        cells, trees = self._parsed
+        if cells is not self.cells:
+            trees = code_trees(self.cells)
+            self._parsed = (self.cells, trees)
+        return trees
 
     @property
     def solution_cells(self) -> set[int]:
@@ -214,9 +224,17 @@ def _check_calls(tree: ast.Module | None, imports: dict[str, str]) -> list[tuple
     return calls
 
 
-def exercises(cells: list) -> list[Exercise]:
-    """The graded exercises of a notebook, in order (see the module's docstring)."""
-    trees = [parse(cell_source(c)) if c.get("cell_type") == "code" else None for c in cells]
+def code_trees(cells: list) -> list:
+    """Each cell parsed (:func:`parse`; None for a markdown cell or one that is not Python)."""
+    return [parse(cell_source(c)) if c.get("cell_type") == "code" else None for c in cells]
+
+
+def exercises(cells: list, trees: list | None = None) -> list[Exercise]:
+    """The graded exercises of a notebook, in order (see the module's docstring).
+
+    ``trees``: :func:`code_trees` of ``cells``, when the caller has them already.
+    """
+    trees = code_trees(cells) if trees is None else trees
     imports: dict[str, str] = {}
     for tree in trees:
         imports.update(bindings(tree).imports)
@@ -249,10 +267,10 @@ def closure(trees: list, start: set[int], needed_by: dict[int, set[str]] | None 
     return chosen
 
 
-def rule_cells(cells: list, found: list[Exercise] | None = None) -> set[int]:
+def rule_cells(cells: list, found: list[Exercise] | None = None, trees: list | None = None) -> set[int]:
     """The cells grading mode needs by the rule of the module's docstring (tags not read)."""
-    found = exercises(cells) if found is None else found
-    trees = [parse(cell_source(c)) if c.get("cell_type") == "code" else None for c in cells]
+    trees = code_trees(cells) if trees is None else trees
+    found = exercises(cells, trees) if found is None else found
     start = {e.solution for e in found} | {e.check_cell for e in found}
     start |= {i for i, t in enumerate(trees) if is_setup(t)}
     return closure(trees, start) if found else set()
@@ -264,5 +282,6 @@ def tagged(cells: list) -> set[int]:
 
 
 def lesson_plan(lesson: str, cells: list) -> LessonPlan:
-    found = exercises(cells)
-    return LessonPlan(lesson, cells, found, rule_cells(cells, found) | tagged(cells))
+    trees = code_trees(cells)  # parsing is most of the cost: once per cell
+    found = exercises(cells, trees)
+    return LessonPlan(lesson, cells, found, rule_cells(cells, found, trees) | tagged(cells))

@@ -128,7 +128,7 @@ def rebuild(plan: LessonPlan, notebook: dict, seed: int, instructor_cells: list 
                          "official ones were used")
 
     # names bound to modules anywhere in the lesson: what the tampering scan watches
-    trees = [parse(cell_source(c)) if c.get("cell_type") == "code" else None for c in official]
+    trees = list(plan.trees())  # a copy: the student's answers replace their solution cells below
     modules = set()
     for t in trees:
         modules |= set(bindings(t).imports)
