@@ -12,7 +12,9 @@ the canaries outside the scratch folders are as they were.
 The fast class is graded in the bubblewrap sandbox where it works, else without it (the
 cases that would then really write outside or escape are left out: they are the sandbox's
 job). ``MLPAR_SLOW_TESTS=1`` grades the same class as root and as an unprivileged user, with
-and without the sandbox.
+bubblewrap and on a PATH without it (as on a machine where it is not installed)::
+
+    MLPAR_SLOW_TESTS=1 .venv/bin/python -m pytest -p no:cacheprovider tests/course/test_grade_hostile.py
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ import pytest
 
 from mlpar.course.grading import report, sandbox
 from mlpar.course.grading.identity import file_stem
-from mlpar.course.student_edition import build
+from mlpar.course.lessons import NOTEBOOKS, read_notebook
+from mlpar.course.student_edition import student_notebook
 
 LESSON = "00_index"
 EXERCISES = ["parallel_sum_of_squares", "usable_threads", "one_blas_thread", "predict_seconds"]
@@ -263,8 +266,30 @@ def _tokened() -> set[int]:
     return found
 
 
-def grade_class(root, official, *, sandboxed: bool, as_user: int | None = None, python=None):
-    """Build and grade the class under ``root``; return (rows, echo, canaries, mark, tmpdir)."""
+def _path_without_bwrap(folder) -> str:
+    """A PATH with every program of this one but ``bwrap`` (links in ``folder``): a machine
+    where bubblewrap is not installed, as the grader finds it (``shutil.which``)."""
+    folder.mkdir()
+    for place in os.environ.get("PATH", "").split(os.pathsep):
+        try:
+            names = sorted(os.listdir(place))
+        except OSError:
+            continue
+        for name in names:
+            program = os.path.join(place, name)
+            if (name != "bwrap" and not os.path.lexists(folder / name) and os.path.isfile(program)
+                    and os.access(program, os.X_OK)):
+                os.symlink(program, folder / name)
+    return str(folder)
+
+
+def grade_class(root, official, *, sandboxed: bool, as_user: int | None = None, python=None,
+                bwrap_absent: bool = False):
+    """Build and grade the class under ``root``; return (rows, raw CSV, echo, canaries, tmpdir, out).
+
+    ``bwrap_absent``: not sandboxed because bubblewrap is not on the PATH (else because
+    ``MLPAR_GRADING_SANDBOX=none`` says so).
+    """
     folder, tmpdir = root / "submissions", root / "tmp"
     tmpdir.mkdir()
     home_canary = os.path.expanduser(f"~/.mlpar-hostile-canary-{os.getpid()}")
@@ -279,10 +304,15 @@ def grade_class(root, official, *, sandboxed: bool, as_user: int | None = None, 
                "--feedback", str(root / "out" / "feedback")]
     env = dict(os.environ, TMPDIR=str(tmpdir),
                **{sandbox.SANDBOX_VARIABLE: "bwrap" if sandboxed else "none"})
+    if bwrap_absent:
+        assert not sandboxed
+        env.pop(sandbox.SANDBOX_VARIABLE)
+        env["PATH"] = _path_without_bwrap(root / "bin-without-bwrap")
     if as_user is not None:
         for path in [root, folder, tmpdir, out.parent]:
             os.chmod(path, 0o777)
-        command = ["setpriv", f"--reuid={as_user}", f"--regid={as_user}", "--clear-groups", *command]
+        command = [shutil.which("setpriv"), f"--reuid={as_user}", f"--regid={as_user}", "--clear-groups",
+                   *command]
         env.pop("VIRTUAL_ENV", None)
         env["HOME"] = str(tmpdir)
     before = _tokened()
@@ -298,10 +328,11 @@ def grade_class(root, official, *, sandboxed: bool, as_user: int | None = None, 
 
 
 @pytest.fixture(scope="module")
-def official(tmp_path_factory):
-    edition = tmp_path_factory.mktemp("edition")
-    build(edition)
-    return json.loads((edition / f"{LESSON}.ipynb").read_text())
+def official():
+    """Lesson 00 as ``make student`` writes it into ``student/``."""
+    import nbformat
+
+    return json.loads(nbformat.writes(student_notebook(read_notebook(NOTEBOOKS / f"{LESSON}.ipynb"), LESSON)))
 
 
 def _check(rows, raw, echo, canaries, tmpdir, out, sandboxed):
@@ -335,11 +366,14 @@ def _check(rows, raw, echo, canaries, tmpdir, out, sandboxed):
     assert f"{file_stem('Zoë')}.md" in feedback
     # nothing left in TMPDIR; nothing outside the scratch folders written
     assert os.listdir(tmpdir) == [] or all(n.startswith(".") for n in os.listdir(tmpdir))
+    # the isolation is named on the first lines and again on the final one
+    first, last = echo.splitlines()[1], echo.splitlines()[-1]
     if sandboxed:
         assert canaries[0].read_text() == "canary" and not os.path.exists(canaries[1])
-        assert "isolation: bubblewrap sandbox" in echo
+        assert first == "isolation: bubblewrap sandbox" and "NOT sandboxed" not in last, echo
     else:
-        assert "NOT sandboxed" in echo
+        assert first.startswith("isolation: process groups only, NOT sandboxed (") and "NOT sandboxed" in last
+    return first
 
 
 def test_the_hostile_class(official, tmp_path, monkeypatch):
@@ -412,7 +446,7 @@ def _python_for_nobody(folder) -> tuple[str | None, str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("user", ["root", "nobody"])
-@pytest.mark.parametrize("sandboxed", [True, False], ids=["bwrap", "no-sandbox"])
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["bwrap", "bwrap-absent"])
 def test_the_hostile_class_as_each_user_with_and_without_the_sandbox(official, tmp_path, user, sandboxed,
                                                                       monkeypatch):
     if not os.environ.get("MLPAR_SLOW_TESTS"):
@@ -434,7 +468,10 @@ def test_the_hostile_class_as_each_user_with_and_without_the_sandbox(official, t
             python, why = _python_for_nobody(root)
             if python is None:
                 pytest.skip(why)
-        _check(*grade_class(root, official, sandboxed=sandboxed, python=python,
-                            as_user=65534 if user == "nobody" else None), sandboxed)
+        first = _check(*grade_class(root, official, sandboxed=sandboxed, python=python,
+                                    as_user=65534 if user == "nobody" else None,
+                                    bwrap_absent=not sandboxed), sandboxed)
+        if not sandboxed:  # graded anyway, and the reason said
+            assert "bubblewrap (bwrap) is not installed" in first, first
     finally:
         shutil.rmtree(root, ignore_errors=True)
