@@ -148,6 +148,44 @@ assert resource.getrlimit(resource.RLIMIT_FSIZE) == (2**28, 2**28)
     assert result.returncode == 0, result.stderr
 
 
+def test_a_system_that_refuses_an_address_space_limit_is_graded_with_the_other_limits():
+    import subprocess
+    import sys
+
+    # macOS answers setrlimit(RLIMIT_AS) with EINVAL (CPython: ValueError); faked here, in a child
+    script = """
+import resource
+real = resource.setrlimit
+def refuse(which, limits):
+    if which == resource.RLIMIT_AS:
+        raise ValueError("current limit exceeds maximum limit")
+    real(which, limits)
+resource.setrlimit = refuse
+from mlpar.course.grading.runner import limit
+limit(2**33, 2**28)
+assert resource.getrlimit(resource.RLIMIT_FSIZE) == (2**28, 2**28)
+assert resource.getrlimit(resource.RLIMIT_CORE) == (0, 0)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+def test_on_macos_the_output_says_memory_is_not_limited(tmp_path, monkeypatch, capsys):
+    import sys
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "bad.ipynb").write_text("{")  # an error row: nothing is run
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert main(["grade", str(tmp_path / "sub"), "--out", str(tmp_path / "g.csv")]) == 0
+    assert "--memory is not enforced here (macOS" in capsys.readouterr().out
+
+
+def test_native_windows_is_refused_with_the_way_to_grade_there(tmp_path, monkeypatch, capsys):
+    monkeypatch.delattr("os.killpg")  # what native Windows lacks (with the resource module)
+    assert main(["grade", str(tmp_path), "--out", str(tmp_path / "g.csv")]) == 2
+    assert "WSL 2" in capsys.readouterr().err and not (tmp_path / "g.csv").exists()
+
+
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL"])
 def test_stopping_the_grader_stops_grading_at_once_and_leaves_nothing_running(tmp_path, how, monkeypatch):
     import signal

@@ -183,6 +183,9 @@ def grade(folder: Path, out: Path, *, official: Path | None = None, jobs: int = 
         raise GraderError(f"submissions: expected a folder of notebooks this user can read, got {folder}")
     if jobs < 1:
         raise GraderError(f"jobs: expected 1 or more, got {jobs}")
+    if not hasattr(os, "killpg"):  # native Windows: the fallback's process groups and limits are missing
+        raise GraderError("this system has no process groups or resource limits (native Windows); grade "
+                          "inside WSL 2, where bubblewrap installs as on Ubuntu (see docs/grading.md)")
     try:  # one probe, not an error row per file: this user must be able to start the grading Python
         subprocess.run([sys.executable, "-I", "-B", "-c", "pass"], check=True, capture_output=True,
                        timeout=120)
@@ -207,6 +210,9 @@ def grade(folder: Path, out: Path, *, official: Path | None = None, jobs: int = 
          + f"; seed {options.seed}")
     echo(f"isolation: {'bubblewrap sandbox' if how == 'bwrap' else 'process groups only, NOT sandboxed'}"
          + ("" if how == "bwrap" else f" ({why}; see docs/grading.md)"))
+    if sys.platform == "darwin":
+        echo("memory: --memory is not enforced here (macOS refuses address-space limits); "
+             "the time limits are")
     rows_all, notes = [], {}
 
     def finish(sub, rows, seconds):

@@ -214,7 +214,10 @@ def limit(memory_bytes: int, file_bytes: int, processes: int = 0) -> None:
     """
     import resource
 
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    except (ValueError, OSError):  # macOS refuses address-space limits (EINVAL); on Linux only a
+        pass                       # lower hard limit, already in force, refuses it: grade on
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if processes > 0:
