@@ -586,17 +586,16 @@ def _call(func, qual, pname, kind, case, baselines):
 
 def child_main(argv):
     _child_setup()
-    mode = argv[0]
-    if mode == "--list":
-        report = {"import_errors": [], "unbuildable": []}
-        calls, _, _ = _catalogue(report)
-        report["calls"] = calls
-        print(json.dumps(report))
-        return
-    results_path = argv[1]
+    results_path = argv[1]  # argv: --run RESULTS
     keys = json.loads(sys.stdin.read())
-    _, functions, baselines = _catalogue({"import_errors": [], "unbuildable": []})
+    report = {"import_errors": [], "unbuildable": []}
+    calls, functions, baselines = _catalogue(report)
     with open(results_path, "a") as out:
+        if isinstance(keys, dict):  # the first child: it lists the catalogue and draws the sample
+            report["calls"] = calls
+            keys = chosen_keys(calls, keys["sample"], keys["only"])
+            out.write(json.dumps({"listing": report, "keys": keys}) + "\n")
+            out.flush()
         for key in keys:
             qual, pname, kind, case = key.split("|")
             out.write(json.dumps({"start": key}) + "\n")
@@ -641,14 +640,6 @@ def _child_env(tmp: Path) -> dict:
     return env
 
 
-def list_calls(tmp: Path) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--list"], capture_output=True, text=True,
-                          cwd=tmp, env=_child_env(tmp), timeout=300)
-    if done.returncode != 0:
-        raise RuntimeError(f"listing the catalogue failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def _stop(proc) -> None:
     """Kill a hung child, then give its pool's resource tracker and workers a moment to tidy
     up (they notice the parent is gone); only then kill what is left of its process group."""
@@ -667,10 +658,15 @@ def _stop(proc) -> None:
         pass
 
 
-def run_calls(keys: list[str], tmp: Path, call_timeout: float) -> dict[str, dict]:
-    """Run ``keys`` in children; a call silent for ``call_timeout`` s is hung (child killed)."""
-    results: dict[str, dict] = {}
-    todo = list(keys)
+def run_calls(keys: list[str] | dict, tmp: Path, call_timeout: float) -> dict[str, dict]:
+    """Run ``keys`` in children; a call silent for ``call_timeout`` s is hung (child killed).
+
+    ``keys`` may instead be ``{"sample": ..., "only": ...}``: then the first child lists the
+    catalogue and draws the sample itself (importing every module and building the catalogue
+    takes seconds: once, not in a listing child and again in a calling one); the listing
+    comes back under the key ``None`` and the drawn keys as ``listing["keys"]``."""
+    results: dict = {}
+    todo = keys if isinstance(keys, dict) else list(keys)
     while todo:
         path = tmp / f"results-{time.monotonic_ns()}.jsonl"
         proc = subprocess.Popen([sys.executable, __file__, "--run", str(path)],
@@ -686,7 +682,10 @@ def run_calls(keys: list[str], tmp: Path, call_timeout: float) -> dict[str, dict
             lines = text.split("\n")[:-1]  # complete lines only: the child may be mid-write
             for line in lines[seen:]:
                 rec = json.loads(line)
-                if "start" in rec:
+                if "listing" in rec:
+                    results[None] = dict(rec["listing"], keys=rec["keys"])
+                    todo = rec["keys"]
+                elif "start" in rec:
                     current = rec["start"]
                 else:
                     results[rec["done"]] = rec
@@ -696,12 +695,16 @@ def run_calls(keys: list[str], tmp: Path, call_timeout: float) -> dict[str, dict
                 startup = 0.0
             seen = len(lines)
             if proc.poll() is not None:
+                if isinstance(todo, dict):
+                    raise RuntimeError(f"listing the catalogue failed, exit code {proc.returncode}")
                 if current is not None:
                     results[current] = {"done": current, "outcome": "crashed", "leaks": [],
                                         "detail": f"interpreter died, exit code {proc.returncode}"}
                 break
             if time.monotonic() - last > call_timeout + startup:
                 _stop(proc)
+                if isinstance(todo, dict):
+                    raise RuntimeError("listing the catalogue gave no answer")
                 if current is not None:
                     results[current] = {"done": current, "outcome": "hung", "leaks": [],
                                         "detail": f"no answer in {call_timeout:g} s"}
@@ -735,9 +738,24 @@ def _git_status() -> str:
 
 
 @pytest.fixture(scope="module")
-def listing():
+def walk():
+    """The catalogue and the sample's outcomes, from one child that lists and then calls (and
+    more only after a hung call), with the repository's git status before and after."""
+    sample = os.environ.get("MLPAR_BAD_INPUT_SAMPLE", "120")
+    # generous: a first call may compile numba code on a loaded two-core machine
+    call_timeout = float(os.environ.get("MLPAR_BAD_INPUT_TIMEOUT", "20"))
+    only = os.environ.get("MLPAR_BAD_INPUT_ONLY")  # comma-separated module prefixes
+    status_before = _git_status()
     with tempfile.TemporaryDirectory(prefix="mlpar-bad-input-") as tmp:
-        return list_calls(Path(tmp))
+        results = run_calls({"sample": sample, "only": only}, Path(tmp), call_timeout)
+    listing = results.pop(None)
+    return {"listing": listing, "keys": listing.pop("keys"), "results": results,
+            "status": (status_before, _git_status())}
+
+
+@pytest.fixture(scope="module")
+def listing(walk):
+    return walk["listing"]
 
 
 def _draw(key: str) -> str:
@@ -762,17 +780,19 @@ def sample_keys(calls: dict, sample: str) -> list[str]:
     return sorted(hard[:max(int(sample) - n_soft, 0)] + soft[:n_soft])
 
 
-def test_public_functions_refuse_bad_arguments(listing):
-    sample = os.environ.get("MLPAR_BAD_INPUT_SAMPLE", "120")
-    # generous: a first call may compile numba code on a loaded two-core machine
-    call_timeout = float(os.environ.get("MLPAR_BAD_INPUT_TIMEOUT", "20"))
-    status_before = _git_status()
-    calls = listing["calls"]
+def chosen_keys(calls: dict, sample: str, only: str | None) -> list[str]:
+    """``sample_keys``, kept to the modules ``only`` names (comma-separated prefixes) if set."""
     keys = sample_keys(calls, sample)
-    if only := os.environ.get("MLPAR_BAD_INPUT_ONLY"):  # comma-separated module prefixes
+    if only:
         keys = [k for k in keys if k.startswith(tuple(only.split(",")))]
-    with tempfile.TemporaryDirectory(prefix="mlpar-bad-input-") as tmp:
-        results = run_calls(keys, Path(tmp), call_timeout)
+    return keys
+
+
+def test_public_functions_refuse_bad_arguments(walk):
+    listing, keys, results = walk["listing"], walk["keys"], walk["results"]
+    calls = listing["calls"]
+    assert keys == chosen_keys(calls, os.environ.get("MLPAR_BAD_INPUT_SAMPLE", "120"),
+                               os.environ.get("MLPAR_BAD_INPUT_ONLY"))
     for module, error in listing["import_errors"]:
         warnings.warn(f"bad-input walker could not import {module}: {error}", stacklevel=1)
     for qual, reason in listing["unbuildable"]:
@@ -810,7 +830,8 @@ def test_public_functions_refuse_bad_arguments(listing):
     for qual in sorted(known_seen - known_hit):
         warnings.warn(f"{qual} now passes the bad-input walk: remove it from KNOWN",
                       stacklevel=1)
-    assert _git_status() == status_before, "a call wrote files inside the repository"
+    status_before, status_after = walk["status"]
+    assert status_after == status_before, "a call wrote files inside the repository"
     assert not failures, summary + "\n" + "\n".join(sorted(failures)[:80])
 
 
