@@ -121,6 +121,35 @@ def test_checks_are_value_checks_unless_they_watch_the_function(tmp_path, monkey
     sys.modules.pop("fake_checks", None)
 
 
+def test_a_check_that_refuses_library_calls_watches_the_function_run(tmp_path, monkeypatch):
+    # call_refusing (the package's helper, not the check module's) profiles the student's function:
+    # judged in the checker, with a stand-in for the function, it would watch nothing
+    (tmp_path / "fake_refusing.py").write_text(textwrap.dedent("""\
+        from mlpar.exercises import call_refusing
+
+        def check_refuses(func):
+            call_refusing("x", func, {abs: "abs"}, 2)
+        """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "in mlpar.exercises.call_refusing" in checker.observing("fake_refusing", "check_refuses")
+    sys.modules.pop("fake_refusing", None)
+
+
+def test_an_answer_that_calls_the_library_model_it_must_write_fails_in_grading():
+    from mlpar.course.grading import sandbox
+
+    job = {"lesson": "04_hogwild", "seed": 5, "cells": [
+        {"kind": "solution", "exercises": ["stale_prediction"], "source": (
+            "from mlpar.algorithms.sgd.conflicts import stale_rate_model as _model\n\n\n"
+            "def predict_stale_rate(density, threads):\n    return _model(density, threads)")},
+        {"kind": "check", "exercise": "stale_prediction", "module": "mlpar.exercises.l04_hogwild",
+         "check": "check_stale_prediction", "argument": "predict_stale_rate",
+         "observing": checker.observing("mlpar.exercises.l04_hogwild", "check_stale_prediction")}]}
+    outcome = sandbox.run_job(job, timeout=120, memory_mb=3072)
+    (check,) = [e for e in outcome.events if e["event"] == "check"]
+    assert not check["passed"] and "your answer calls" in check["message"], check
+
+
 # --- the event channel ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("line", [

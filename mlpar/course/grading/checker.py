@@ -31,6 +31,7 @@ import ast
 import contextlib
 import functools
 import importlib
+import importlib.util
 import inspect
 import io
 import json
@@ -51,38 +52,90 @@ _OBSERVES = re.compile(r"setprofile|settrace|getprofile|Watched|Recorder|Recordi
                        r"FunctionType|f_locals|f_back|_getframe|sys\.modules|getsource|inspect\.|"
                        r"hasattr\(|getattr\(|structure\.|targetoptions|njit|numba|signature|"
                        r"__wrapped__")
+_CHECK_PACKAGE = "mlpar.exercises"  # the helpers a check takes from here are read too
 _MARGIN = 2.0  # seconds a value check may take beyond the step's, for the channel itself
 # flags a runner may attach to a value check it could not serve
 _SERVE_FLAGS = {"missing_solution", "timeout", "memory", "error", "tampering"}
 
 
 @functools.cache
-def observing(module: str, check: str) -> str | None:
-    """Why the check must run beside the student's code (what it watches), or None: a value check."""
+def _module_names(module: str) -> tuple[str, dict, dict] | None:
+    """``(source, defined, imported)`` of a check module, or None if its source cannot be read.
+
+    ``defined``: its top-level functions, classes and ``NAME = …`` by name; ``imported``: the
+    names it takes from the check package (``from mlpar.exercises import call_refusing``, or
+    ``from mlpar.exercises import l01_loops_to_threads as _l01``): name -> ``(module, name)``,
+    or ``(module, None)`` for a module.
+    """
     try:
         source = inspect.getsource(importlib.import_module(module))
         tree = ast.parse(source)
     except (ImportError, OSError, SyntaxError, TypeError):
-        return "its source cannot be read"
+        return None
     defined = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     for n in tree.body:  # NAME = something: reached like a function
         if isinstance(n, ast.Assign):
             for t in n.targets:
                 if isinstance(t, ast.Name):
                     defined.setdefault(t.id, n)
-    if check not in defined:
-        return "it is not a function of its module"
-    todo, seen = [check], set()
+    imported = {}
+    package = module.rpartition(".")[0]
+    for n in tree.body:
+        if isinstance(n, ast.ImportFrom):
+            base = importlib.util.resolve_name("." * n.level + (n.module or ""), package) if n.level \
+                else (n.module or "")
+            if base != _CHECK_PACKAGE and not base.startswith(_CHECK_PACKAGE + "."):
+                continue
+            for alias in n.names:
+                try:
+                    is_module = inspect.ismodule(getattr(importlib.import_module(base), alias.name, None))
+                except ImportError:
+                    is_module = False
+                imported[alias.asname or alias.name] = ((f"{base}.{alias.name}", None) if is_module
+                                                        else (base, alias.name))
+        elif isinstance(n, ast.Import):
+            for alias in n.names:
+                if alias.asname and alias.name.startswith(_CHECK_PACKAGE + "."):
+                    imported[alias.asname] = (alias.name, None)
+    return source, defined, imported
+
+
+@functools.cache
+def observing(module: str, check: str) -> str | None:
+    """Why the check must run beside the student's code (what it watches), or None: a value check.
+
+    The check's source is read, and so is every helper it reaches, in its module or taken from
+    another module of the check package (``mlpar.exercises.call_refusing``, whose profiler must
+    watch the student's function run).
+    """
+    todo, seen = [(module, check)], set()
     while todo:
-        name = todo.pop()
-        if name in seen:
+        where, name = todo.pop()
+        if (where, name) in seen:
             continue
-        seen.add(name)
+        seen.add((where, name))
+        names = _module_names(where)
+        if names is None:
+            return "its source cannot be read" + ("" if where == module else f" (nor {where}'s)")
+        source, defined, imported = names
+        if name not in defined:
+            if (where, name) == (module, check):
+                return "it is not a function of its module"
+            continue  # a constant or a name from outside the check package
         text = ast.get_source_segment(source, defined[name]) or ""
         found = _OBSERVES.search(text)
         if found:
-            return f"it watches the function run ({found.group(0)}{'' if name == check else ' in ' + name})"
-        todo += [n.id for n in ast.walk(defined[name]) if isinstance(n, ast.Name) and n.id in defined]
+            inside = "" if (where, name) == (module, check) else \
+                f" in {name}" if where == module else f" in {where}.{name}"
+            return f"it watches the function run ({found.group(0)}{inside})"
+        for n in ast.walk(defined[name]):
+            if isinstance(n, ast.Name) and n.id in defined:
+                todo.append((where, n.id))
+            elif isinstance(n, ast.Name) and n.id in imported and imported[n.id][1] is not None:
+                todo.append(imported[n.id])
+            elif (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in imported
+                  and imported[n.value.id][1] is None):
+                todo.append((imported[n.value.id][0], n.attr))
     return None
 
 
