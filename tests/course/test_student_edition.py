@@ -1,5 +1,6 @@
 """The student edition really withholds the answers, is published up to date, and grading notices."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -39,10 +40,17 @@ NOT_A_LEAK.update({("09", "pair_update", text): _SMO_STEP
 STILL_LEAKING: dict[str, str] = {}
 
 
-def test_published_student_edition_is_up_to_date(tmp_path):
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """One fresh build of the edition for the tests that only read it: (folder, written)."""
+    folder = tmp_path_factory.mktemp("edition") / "student"
+    return folder, build(folder)
+
+
+def test_published_student_edition_is_up_to_date(built):
     # Regenerate into a temporary folder and compare every file's content with student/.
-    build(tmp_path / "fresh")
-    fresh = {p.name: p.read_text() for p in (tmp_path / "fresh").iterdir()}
+    folder, _ = built
+    fresh = {p.name: p.read_text() for p in folder.iterdir()}
     published = {p.name: p.read_text() for p in course.STUDENT.iterdir() if p.is_file()}
     assert sorted(published) == sorted(fresh), "run `make student`"
     differ = [name for name in fresh if fresh[name] != published[name]]
@@ -87,18 +95,20 @@ def test_check_reports_a_stale_edition(tmp_path):
     assert stale(tmp_path) == [] and not (tmp_path / "99_gone.ipynb").exists()
 
 
-def test_student_edition_of_lesson_01_fails_at_its_check_cells(tmp_path):
-    written = build(tmp_path / "student")
+def test_student_edition_of_lesson_01_fails_at_its_check_cells(built, tmp_path):
+    folder, written = built
     assert [p.name for p in written] == [p.name for p in course.lesson_paths()]
-    lesson = tmp_path / "student" / "01_loops_to_threads.ipynb"
+    lesson = folder / "01_loops_to_threads.ipynb"
     nb = nbformat.read(lesson, as_version=4)
     assert 'os.chdir("/content/mlpar/student")' in nb.cells[2].source  # Colab opens this folder
     checks = [i for i, c in enumerate(nb.cells) if ".check_" in c.source and c.cell_type == "code"]
 
+    # nbval is the only plugin the run needs (the others installed take a second to import)
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval-lax", "-p", "no:cacheprovider", "-q",
-         f"--rootdir={tmp_path}", str(lesson)],
+        [sys.executable, "-m", "pytest", "-p", "nbval.plugin", "--nbval-lax",
+         "-p", "no:cacheprovider", "-q", f"--rootdir={folder.parent}", str(lesson)],
         capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        env=dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"),
     )
     report = result.stdout + result.stderr
     assert result.returncode == 1, report[-3000:]
@@ -107,19 +117,18 @@ def test_student_edition_of_lesson_01_fails_at_its_check_cells(tmp_path):
     assert report.count("not done yet; replace `raise NotImplementedError`") >= len(checks)
 
 
-def test_each_student_notebook_names_its_lesson_for_the_grader(tmp_path):
+def test_each_student_notebook_names_its_lesson_for_the_grader(built):
     import mlpar
 
-    for path in build(tmp_path / "student"):
+    for path in built[1]:
         meta = nbformat.read(path, as_version=4).metadata["mlpar"]
         assert meta == {"lesson": path.stem, "edition": "student", "version": mlpar.__version__}
 
 
 @pytest.fixture(scope="module")
-def editions(tmp_path_factory):
+def editions(built):
     """lesson stem -> (instructor notebook, student notebook as built into a temp folder)."""
-    folder = tmp_path_factory.mktemp("edition")
-    build(folder)
+    folder, _ = built
     return {p.stem: (nbformat.read(p, as_version=4),
                      nbformat.read(folder / p.name, as_version=4)) for p in course.lesson_paths()}
 
