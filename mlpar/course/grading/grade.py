@@ -29,11 +29,32 @@ class GraderError(RuntimeError):
     """The grader itself cannot run (not a student's fault): exit code 2."""
 
 
+class _Node(dict):
+    """A dict whose keys read as attributes too, like nbformat's ``NotebookNode`` (what
+    ``student_notebook`` reads), without importing nbformat: its validator's imports
+    (jsonschema and the grammars of its formats) took 2 s of every ``grade`` command."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        self[name] = value
+
+
+def _node(value):
+    if isinstance(value, dict):
+        return _Node({k: _node(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return [_node(v) for v in value]
+    return value
+
+
 def official_plans(folder: Path) -> dict[str, tuple[LessonPlan, list]]:
     """lesson stem -> (plan on the official student edition, the instructor's cells)."""
     import json
-
-    import nbformat
 
     from mlpar.course.lessons import lesson_paths
     from mlpar.course.student_edition import student_notebook
@@ -44,8 +65,8 @@ def official_plans(folder: Path) -> dict[str, tuple[LessonPlan, list]]:
         cells = instructor["cells"]
         for cell in cells:
             cell["source"] = cell_source(cell)
-        # from_dict, not reads: the instructor's notebooks are trusted; validating costs seconds
-        student = json.loads(json.dumps(student_notebook(nbformat.from_dict(instructor))))
+        # not validated: the instructor's notebooks are trusted; validating costs seconds
+        student = json.loads(json.dumps(student_notebook(_node(instructor))))
         plan = lesson_plan(path.stem, cells)
         plan.cells = student["cells"]
         if plan.exercises:
