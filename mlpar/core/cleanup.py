@@ -35,13 +35,19 @@ def owner_pid(name: str) -> int | None:
 
 
 def _alive(pid: int) -> bool:
+    """True while ``pid`` runs. A zombie (exited, not yet reaped by its parent) counts as
+    gone: in a container whose first process never reaps orphans, it stays a zombie for ever."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # someone else's live process
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):  # no /proc (macOS): the signal's answer stands
+        return True
 
 
 def stale_shm_entries(root: str | os.PathLike = SHM, *, owners=None) -> list[Path]:

@@ -70,3 +70,22 @@ def test_entries_of_named_owners_only_are_removed(tmp_path):
 def test_owners_must_be_process_ids(tmp_path, owners, error):
     with pytest.raises(error, match="owners: expected"):
         cleanup.remove_stale_shm(tmp_path, owners=owners)
+
+
+def test_a_zombie_counts_as_gone_and_a_live_process_as_alive():
+    import subprocess
+    import time
+
+    from mlpar.core.cleanup import _alive
+
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert _alive(child.pid)
+    finally:
+        child.kill()
+    # Killed and not waited for: a zombie until its parent (this process) reaps it.
+    deadline = time.monotonic() + 10
+    while _alive(child.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _alive(child.pid)
+    assert child.poll() is not None  # it was a zombie, not reaped: reap it now
