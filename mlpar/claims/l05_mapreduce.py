@@ -28,7 +28,7 @@ def parallel_gradient_equals_serial(quick: bool = False):
                         gap, at_most=1e-12, cause="a broken BLAS or an unusual float mode")
 
 
-def predict_on(engine, quick: bool = False, *, rounds: int = 3) -> mapreduce.Prediction:
+def predict_on(engine, quick: bool = False, *, rounds: int = 5) -> mapreduce.Prediction:
     """Calibrate on ``engine`` and time MapReduce rounds on it, ``rounds`` times in turn.
 
     ``engine``: an open engine (kept open), or 'processes' / 'dask' for 2 new workers. Each
@@ -43,8 +43,8 @@ def predict_on(engine, quick: bool = False, *, rounds: int = 3) -> mapreduce.Pre
         raise TypeError(f"engine: expected an open Engine, 'processes' or 'dask', got "
                         f"{type(engine).__name__}")
     X, y = house_prices.load(100_000 if quick else 400_000)
-    # three rounds of these, so each is kept short: the median of rounds is what steadies it
-    options = dict(n_iter=10 if quick else 20, repeat=3 if quick else 7)
+    # five rounds of these, so each is kept short: the median of rounds is what steadies it
+    options = dict(n_iter=10 if quick else 20, repeat=7)
     if not isinstance(engine, str):
         return mapreduce.typical(mapreduce.measure_and_predict(engine, X, y, **options)
                                  for _ in range(rounds))

@@ -279,9 +279,9 @@ def echo_round(n_workers: int, alpha: float, latency: float) -> float:
 
 #: the longest wait ``measure_links`` leaves before an echo (a round's compute is shorter)
 MAX_PAUSE = 0.1
-#: a compute shorter than this keeps the server's core awake: ``calibrate`` then sends echoes
+#: a compute shorter than this (0.1 ms) keeps the cores awake: ``calibrate`` then sends echoes
 #: back to back, as lesson 06's minibatch updates send their messages
-MIN_PAUSE = 1e-3
+MIN_PAUSE = 1e-4
 
 
 def measure_links(engine, sizes=(8, 1 << 20), repeat: int = 7, *,

@@ -49,7 +49,7 @@ def test_calibration_echoes_wait_as_long_as_a_workers_compute(monkeypatch):
     assert waits and all(w == cost_model.MAX_PAUSE for w in waits)
     # A compute shorter than MIN_PAUSE (a minibatch) keeps the server awake: no wait.
     waits.clear()
-    cost_model.calibrate(ScriptedEngine(2, itertools.repeat([1e-4, 1e-4])), X, y, repeat=3)
+    cost_model.calibrate(ScriptedEngine(2, itertools.repeat([1e-5, 1e-5])), X, y, repeat=3)
     assert waits == []
     # Back-to-back echoes unless asked: measure_links on its own does not wait.
     waits.clear()
