@@ -298,7 +298,7 @@ def measure_links(engine, sizes=(8, 1 << 20), repeat: int = 7, *,
     ``pause``: seconds to wait before each timed echo. Echoes sent back to back find the
     server and the workers awake; in a round, the server waits idle while the workers compute,
     and its next messages pay for waking up again (an idle core, an idle virtual CPU on a
-    cloud machine: twice the round trip on the 2-core machines the course was tested on).
+    cloud machine).
     ``calibrate`` waits as long as one worker's compute, so the echoes see what a round sees.
     """
     _check_engine(engine)

@@ -220,7 +220,7 @@ import threading  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
 
-def good_epoch(w, order, update, n_threads, lock):
+def good_epoch(w, order, update, n_threads, lock, *, pause_between_starts=0.0):
     def work(chunk):
         for i in chunk:
             if lock is None:
@@ -232,6 +232,8 @@ def good_epoch(w, order, update, n_threads, lock):
     threads = [threading.Thread(target=work, args=(c,)) for c in np.array_split(order, n_threads)]
     for t in threads:
         t.start()
+        if pause_between_starts:
+            threading.Event().wait(pause_between_starts)
     for t in threads:
         t.join()
 
@@ -431,20 +433,7 @@ def test_epochs_pass_when_the_scheduler_runs_one_thread_far_ahead(monkeypatch):
     # first has made many updates, and the threads' order then differs from the serial epoch's
     # by more than any fixed tolerance. A correct start-all-then-join-all still passes.
     def late_starts(w, order, update, n_threads, lock):
-        def work(chunk):
-            for i in chunk:
-                if lock is None:
-                    update(w, i)
-                else:
-                    with lock:
-                        update(w, i)
-
-        threads = [threading.Thread(target=work, args=(c,))
-                   for c in np.array_split(order, n_threads)]
-        for t in threads:
-            t.start()
-            threading.Event().wait(0.05)  # the caller descheduled between two starts
-        for t in threads:
-            t.join()
+        # the caller descheduled for 50 ms after each start
+        good_epoch(w, order, update, n_threads, lock, pause_between_starts=0.05)
 
     ex.check_epochs(late_starts)
