@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from mlpar.claims import all_claims
-from mlpar.core import cleanup, validation
+from mlpar.core import cleanup, timing, validation
 
 
 def settle(timeout: float = 10.0) -> float:
@@ -18,10 +18,13 @@ def settle(timeout: float = 10.0) -> float:
     take a few seconds to shut down, and one still exiting takes a core from the next claim).
 
     Idle pools that stay on purpose (joblib's loky workers, multiprocessing's resource
-    tracker) do not count. Returns the seconds waited.
+    tracker) do not count. It also waits until BLAS's idle threads have stopped spinning
+    (``timing.BLAS_SPIN_SECONDS``): the previous claim may have ended with a BLAS call.
+    Returns the seconds waited.
     """
     timeout = validation.number("timeout", timeout, low=0.0, high=3600.0)
     start = time.perf_counter()
+    time.sleep(min(timeout, timing.BLAS_SPIN_SECONDS))
     while (cleanup.child_processes(ignore=(cleanup.RESOURCE_TRACKER, cleanup.LOKY))
            and time.perf_counter() - start < timeout):
         time.sleep(0.1)

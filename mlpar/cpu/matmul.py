@@ -11,6 +11,7 @@ size, the blocked loop against ikj as B outgrows the cache, BLAS on 1 and on all
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -64,10 +65,24 @@ def matmul(a: np.ndarray, b: np.ndarray, variant: str = "blas", block: int = DEF
     return VARIANTS[variant](a, b)
 
 
+_BLAS_LAST_RAN = [-1e9]  # time.monotonic() when the last timed BLAS call returned
+
+
+def _wait_for_blas_threads_to_sleep(variant: str) -> None:
+    if variant != "blas":
+        # BLAS's idle threads still spinning would share the cores with numba's (timing.py)
+        time.sleep(max(0.0, timing.BLAS_SPIN_SECONDS - (time.monotonic() - _BLAS_LAST_RAN[0])))
+
+
 def _time(variant, a, b, block, name, repeat):
-    return timing.measure(matmul, a, b, variant, block, name=name, repeat=repeat,
-                          flops=matmul_flops(a.shape[0], a.shape[1], b.shape[1]),
-                          min_sample_time=MIN_SAMPLE_TIME)
+    _wait_for_blas_threads_to_sleep(variant)
+    try:
+        return timing.measure(matmul, a, b, variant, block, name=name, repeat=repeat,
+                              flops=matmul_flops(a.shape[0], a.shape[1], b.shape[1]),
+                              min_sample_time=MIN_SAMPLE_TIME)
+    finally:
+        if variant == "blas":
+            _BLAS_LAST_RAN[0] = time.monotonic()
 
 
 def measure_variant(variant: str, n: int, *, block: int = DEFAULT_BLOCK, repeat: int = 3,
@@ -435,8 +450,7 @@ def explore(n: int, block: int, n_threads: int, *, repeat: int = 3, seed: int = 
     block = validation.positive_int("block", block, maximum=4096)
     n_threads = validation.positive_int("n_threads", n_threads, maximum=threads.max_threads())
     a, b = random_matrices(n, seed=seed)
-    flops = matmul_flops(n, n, n)
     with threads.using_threads(n_threads), threadpool_limits(limits=n_threads, user_api="blas"):
-        return {name: timing.measure(matmul, a, b, name, block, repeat=repeat, flops=flops)
+        return {name: _time(name, a, b, block, name, repeat)
                 for name in EXPLORE_VARIANTS}
 

@@ -210,3 +210,81 @@ def test_gflops_chart_labels_shares_as_whole_percents():
     labels = [t.get_text() for t in ax.texts]
     plt.close(ax.figure)
     assert "101 (101% of peak)" in labels and "5 (5% of peak)" in labels
+
+
+@pytest.mark.parametrize("panel_bytes", [1, 8 * 4 * 30, 8 * 12 * 30])
+def test_packed_walks_b_in_panels_of_any_width(monkeypatch, panel_bytes):
+    # Panels of 4, 4 and 12 columns of B for m = 30, with p = 41 not a multiple of any of them:
+    # the last panel is narrower, and no column may be skipped or summed twice.
+    from mlpar.cpu import matmul_packed as mp
+
+    monkeypatch.setattr(mp, "PANEL_BYTES", panel_bytes)
+    a, b = mm.random_matrices(37, 30, 41, seed=5)
+    np.testing.assert_allclose(mp.matmul_packed(a, b), a @ b, rtol=RTOL, atol=ATOL)
+
+
+def test_panel_rows_are_a_multiple_of_the_register_block_for_any_depth():
+    from mlpar.cpu import matmul_packed as mp
+
+    for m in (1, 3, 400, 8193, 10**9):
+        rows = mp.panel_rows(m)
+        assert rows % mp.REGISTER_BLOCK == 0 and rows >= mp.REGISTER_BLOCK
+        assert rows == mp.REGISTER_BLOCK or rows * 8 * m <= mp.PANEL_BYTES
+    assert mp.panel_rows(10**9) == mp.REGISTER_BLOCK  # a panel never drops below one block
+
+
+def test_packing_buffer_is_kept_but_never_returned_or_shared_between_threads():
+    import threading
+
+    from mlpar.cpu import matmul_packed as mp
+
+    a, b = mm.random_matrices(40, 30, 20, seed=6)
+    first = mp.matmul_packed(a, b)
+    kept = mp._BUFFERS.array
+    second = mp.matmul_packed(2 * a, b)
+    assert mp._BUFFERS.array is kept  # the same work array served the second call
+    assert not np.shares_memory(first, kept) and not np.shares_memory(first, second)
+    np.testing.assert_allclose(first, a @ b, rtol=RTOL, atol=ATOL)  # untouched by the 2nd call
+
+    results, buffers = {}, {}
+
+    def product(k):
+        x, y = mm.random_matrices(64, 48, 36, seed=k)
+        for _ in range(5):
+            results[k] = np.abs(mp.matmul_packed(x, y) - x @ y).max()
+        buffers[k] = mp._BUFFERS.array
+
+    threads = [threading.Thread(target=product, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert max(results.values()) < 1e-9
+    assert len({id(buf) for buf in buffers.values()}) == 3  # one buffer per thread
+
+
+def test_a_product_larger_than_the_kept_buffer_gets_its_own(monkeypatch):
+    from mlpar.cpu import matmul_packed as mp
+
+    monkeypatch.setattr(mp, "KEPT_BUFFER_BYTES", 1024)
+    kept = getattr(mp._BUFFERS, "array", None)
+    a, b = mm.random_matrices(30, 30, 30, seed=7)
+    np.testing.assert_allclose(mp.matmul_packed(a, b), a @ b, rtol=RTOL, atol=ATOL)
+    assert getattr(mp._BUFFERS, "array", None) is kept
+
+
+def test_a_compiled_variant_is_timed_only_once_blas_threads_stopped_spinning(monkeypatch):
+    # OpenBLAS's idle threads spin for ~0.1 s after a call; numba's threads timed in that
+    # window share the cores with them. The wait covers what is left of the window, no more.
+    from mlpar.cpu import matmul as module
+
+    waits = []
+    monkeypatch.setattr(module.time, "sleep", waits.append)
+    module.measure_variant("blas", 32, repeat=1)
+    module.measure_variant("packed", 32, repeat=1)
+    assert len(waits) == 1 and 0 < waits[0] <= module.timing.BLAS_SPIN_SECONDS
+    module.measure_variant("blas", 32, repeat=1)  # BLAS itself never waits
+    assert len(waits) == 1
+    monkeypatch.setattr(module, "_BLAS_LAST_RAN", [module.time.monotonic() - 10])
+    module.measure_variant("ikj", 32, repeat=1)  # long after BLAS: a zero wait
+    assert waits[-1] == 0.0
