@@ -14,6 +14,8 @@ import numbers
 import os
 from dataclasses import dataclass
 
+import numpy as np
+
 from mlpar.core import validation
 
 
@@ -143,6 +145,125 @@ def precondition(*, cores: int | None = None, gpu: bool = False, llc_multiple_fi
                     f"the free memory ({budget / 2**20:,.0f} MiB): memory bandwidth cannot be told "
                     "apart from cache bandwidth here")
     return ""
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """A ratio measured in rounds until its median is told apart from a threshold.
+
+    ``value`` is the median of ``ratios``; ``low``–``high`` a distribution-free interval that
+    holds the true median with probability at least ``coverage`` (two order statistics of the
+    sorted rounds, from the binomial distribution: no assumption about the noise's shape).
+    ``decided`` says whether that interval lies on one side of the threshold.
+    """
+
+    ratios: tuple
+    low: float
+    high: float
+    coverage: float
+    decided: bool
+
+    @property
+    def value(self) -> float:
+        return float(np.median(self.ratios))
+
+    def describe(self) -> str:
+        return (f"median of {len(self.ratios)} interleaved rounds, {self.coverage:.0%} interval "
+                f"{self.low:.3g}–{self.high:.3g}")
+
+
+def median_interval(ratios, coverage: float = 0.95) -> tuple[float, float, float]:
+    """(low, high, achieved coverage): the widest-needed pair of order statistics of
+    ``ratios`` that contains the median of their distribution with at least ``coverage``.
+
+    With 5 rounds the best there is, the smallest and largest, covers 94%; 9 rounds give the
+    2nd smallest and 2nd largest at 96%, 13 rounds the 3rd at 98%; fewer than 5 cover less.
+    """
+    from math import comb
+
+    x = np.sort(np.asarray(ratios, dtype=float))
+    n = x.size
+    if n == 0:
+        raise ValueError("ratios: expected at least one measured round, got none")
+
+    def covered(k):  # P(x[k-1] <= median <= x[n-k]) = 1 - 2 P(fewer than k rounds below it)
+        return 1 - 2 * sum(comb(n, i) for i in range(k)) / 2**n
+
+    k = 1
+    while k + 1 <= (n + 1) // 2 and covered(k + 1) >= coverage:
+        k += 1
+    return float(x[k - 1]), float(x[n - k]), covered(k)
+
+
+def measure_rounds(one_round, *, at_least=None, at_most=None, min_rounds: int = 5,
+                   max_rounds: int = 15, budget_s: float = 30.0,
+                   coverage: float = 0.9) -> Rounds:
+    """Call ``one_round()`` (it returns one round's ratio) until the interval of the median
+    lies on one side of the threshold, or ``max_rounds`` or ``budget_s`` is reached.
+
+    A ratio of two runs taken back to back, in the same round, cancels what the two share (a
+    slow minute of the host); the median over rounds ignores a round that a burst of load
+    spoiled. Stopping as soon as the interval clears the threshold spends rounds only where the
+    verdict needs them; a claim still undecided at the end says so instead of giving a verdict
+    that the next run might reverse.
+    """
+    import time
+
+    validation.callable_("one_round", one_round)
+    if (at_least is None) == (at_most is None):
+        raise ValueError("at_least/at_most: expected exactly one threshold, got "
+                         f"at_least={at_least!r}, at_most={at_most!r}")
+    threshold = validation.number("at_least" if at_most is None else "at_most",
+                                  at_least if at_most is None else at_most)
+    min_rounds = validation.positive_int("min_rounds", min_rounds, maximum=1000)
+    max_rounds = validation.positive_int("max_rounds", max_rounds, maximum=1000)
+    if max_rounds < min_rounds:
+        raise ValueError(f"max_rounds: expected at least min_rounds={min_rounds}, got {max_rounds}")
+    budget_s = validation.number("budget_s", budget_s, low=0.0, high=3600.0)
+    coverage = validation.number("coverage", coverage, low=0.5, high=1.0, high_open=True)
+    ratios: list[float] = []
+    start = time.perf_counter()
+    while True:
+        r = one_round()
+        if isinstance(r, bool) or not isinstance(r, numbers.Real):
+            raise TypeError(f"one_round: expected it to return a number, got {type(r).__name__}")
+        ratios.append(float(r) if math.isfinite(r) else float("nan"))
+        finite = [x for x in ratios if not math.isnan(x)]
+        if len(ratios) < min_rounds or not finite:
+            if len(ratios) >= max_rounds:  # no round could be measured at all
+                return Rounds((), math.nan, math.nan, 0.0, False)
+            continue
+        low, high, got = median_interval(finite, coverage)
+        if at_most is None:
+            clear = low >= threshold or high < threshold
+        else:
+            clear = high <= threshold or low > threshold
+        decided = got >= coverage and clear
+        if decided or len(ratios) >= max_rounds or time.perf_counter() - start > budget_s:
+            return Rounds(tuple(finite), low, high, got, decided)
+
+
+def check_rounds(lesson: str, statement: str, rounds: Rounds, *, at_least=None, at_most=None,
+                 unit: str = "", cause: str = "") -> Claim:
+    """The claim for a ``measure_rounds`` result: a verdict from the median when the interval
+    cleared the threshold, otherwise ``n/a`` saying that the noise here is too large to tell."""
+    if not isinstance(rounds, Rounds):
+        raise TypeError(f"rounds: expected the Rounds that measure_rounds returns, got "
+                        f"{type(rounds).__name__}")
+    if not rounds.ratios:
+        return check(lesson, statement, None, at_least=at_least, at_most=at_most, unit=unit,
+                     cause=cause or "no round could be measured")
+    statement = f"{statement} ({rounds.describe()}{unit})"
+    if rounds.decided:
+        return check(lesson, statement, rounds.value, at_least=at_least, at_most=at_most,
+                     unit=unit, cause=cause)
+    threshold = at_least if at_most is None else at_most
+    return check(lesson, statement, None, at_least=at_least, at_most=at_most, unit=unit,
+                 not_applicable=(
+                     f"undecided here: after {len(rounds.ratios)} rounds (single rounds "
+                     f"{min(rounds.ratios):.3g}–{max(rounds.ratios):.3g}{unit}) the interval of "
+                     f"the median still contains {threshold:g}{unit}: this machine's run-to-run "
+                     "noise is larger than the effect's distance from the threshold"))
 
 
 LESSONS = ("00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10")

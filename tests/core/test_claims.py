@@ -214,3 +214,71 @@ def test_claims_runner_refuses_what_is_not_its_figures():
             runner.summary(bad)
     with pytest.raises((TypeError, ValueError), match="timeout"):
         runner.settle(float("nan"))
+
+
+def test_median_interval_uses_order_statistics_with_the_coverage_asked():
+    # n = 5: only the whole range reaches 90% (93.75%); n = 9: 2nd smallest..2nd largest (96%).
+    assert claims.median_interval([5, 1, 4, 2, 3], 0.9) == (1.0, 5.0, 0.9375)
+    low, high, got = claims.median_interval(range(9), 0.9)
+    assert (low, high) == (1.0, 7.0) and got == pytest.approx(1 - 2 * 10 / 512)
+    low, high, got = claims.median_interval([7.0], 0.9)  # one round: no interval worth the name
+    assert low == high == 7.0 and got == 0.0
+    with pytest.raises(ValueError, match="ratios: expected at least one"):
+        claims.median_interval([], 0.9)
+
+
+def _script(values):
+    it = iter(values)
+    return lambda: next(it)
+
+
+@pytest.mark.parametrize("values, rounds, held", [
+    ([2.0] * 5, 5, True),                  # clear from the start: stops at min_rounds
+    ([1.0] * 5, 5, False),                 # clearly below
+    ([1.0, 2.0] * 10, 15, None),           # both sides every time: undecided at max_rounds
+    ([2.0, 2.0, 1.0, 2.0, 2.0, 2.0, 2.0, 2.0], 8, True),  # one bad round costs three more
+])
+def test_measure_rounds_stops_once_the_interval_clears_the_threshold(values, rounds, held):
+    result = claims.measure_rounds(_script(values), at_least=1.3)
+    assert len(result.ratios) == rounds
+    claim = claims.check_rounds("04", "x ÷ y", result, at_least=1.3, unit="×")
+    assert claim.held is held
+    assert f"median of {rounds} interleaved rounds" in claim.statement
+    if held is None:
+        assert "undecided here" in claim.not_applicable and "1–2×" in claim.not_applicable
+
+
+def test_measure_rounds_for_an_upper_bound_and_a_budget():
+    result = claims.measure_rounds(_script([0.5] * 5), at_most=1.0)
+    assert result.decided and claims.check_rounds("05", "m/p", result, at_most=1.0).held is True
+    # a budget of 0 s stops after min_rounds, decided or not
+    result = claims.measure_rounds(_script([1.0, 2.0] * 5), at_least=1.3, budget_s=0.0)
+    assert len(result.ratios) == 5 and not result.decided
+
+
+def test_rounds_that_cannot_be_measured_are_skipped_and_bad_arguments_refused():
+    result = claims.measure_rounds(_script([float("nan")] * 3 + [2.0] * 5), at_least=1.3)
+    assert result.decided and result.ratios == (2.0,) * 5
+    nothing = claims.measure_rounds(_script([float("nan")] * 5), at_least=1.3, max_rounds=5)
+    assert claims.check_rounds("04", "x", nothing, at_least=1.3).held is None
+    with pytest.raises(TypeError, match="one_round: expected it to return a number, got str"):
+        claims.measure_rounds(lambda: "fast", at_least=1.3)
+    with pytest.raises(ValueError, match="at_least/at_most: expected exactly one"):
+        claims.measure_rounds(lambda: 1.0)
+    with pytest.raises(ValueError, match="max_rounds: expected at least min_rounds=5"):
+        claims.measure_rounds(lambda: 1.0, at_least=1.0, max_rounds=3)
+    with pytest.raises(TypeError, match="rounds: expected the Rounds"):
+        claims.check_rounds("04", "x", [1.0, 2.0], at_least=1.0)
+
+
+def test_settling_between_claims_outwaits_blas_spinning_threads(monkeypatch):
+    from mlpar.benchmarks import claims as runner
+    from mlpar.core import cleanup, timing
+
+    slept = []
+    monkeypatch.setattr(runner.time, "sleep", slept.append)
+    monkeypatch.setattr(cleanup, "child_processes", lambda ignore=(): [])
+    runner.settle()
+    assert slept == [timing.BLAS_SPIN_SECONDS]
+    runner.settle(timeout=0.0)  # a zero budget waits for nothing
+    assert slept[-1] == 0.0
