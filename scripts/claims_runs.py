@@ -41,8 +41,10 @@ def one_run() -> dict:
 
 
 def verdict(claim: dict) -> str:
+    from mlpar.benchmarks.claims import UNDECIDED
+
     if claim["held"] is None:
-        return "n/a"
+        return "undecided" if (claim.get("not_applicable") or "").startswith(UNDECIDED) else "n/a"
     return "✓" if claim["held"] else "✗"
 
 

@@ -55,6 +55,8 @@ def report(figures: dict) -> str:
     lines = [c["line"] for c in figures["claims"]]
     measured = counts["held"] + counts["broken"]
     lines.append(f"{counts['held']} of {measured} measured claims held, {counts['broken']} did not"
+                 + (f"; {counts['undecided']} undecided (noise here larger than the effect's "
+                    "distance from the threshold)" if counts["undecided"] else "")
                  + (f"; {counts['not applicable']} not applicable here" if counts["not applicable"]
                     else "")
                  + (f"; {counts['not measured']} could not be measured" if counts["not measured"]
@@ -63,16 +65,26 @@ def report(figures: dict) -> str:
     return "\n".join(lines)
 
 
+#: How ``claims.check_rounds`` begins the reason of a claim its rounds could not decide.
+UNDECIDED = "undecided here"
+
+
 def summary(figures: dict) -> dict:
-    """Counts of claims that held, did not, do not apply here (a failed precondition: one
-    core, no GPU, a cache too large to exceed) and could not be measured (NaN)."""
+    """Counts of claims that held, did not, were undecided (rounds on both sides of the
+    threshold), do not apply here (a failed precondition: one core, no GPU, a cache too large
+    to exceed) and could not be measured (NaN)."""
     if not isinstance(figures, dict) or not isinstance(figures.get("claims"), list):
         raise TypeError(f"figures: expected the dict run() returns, with a list under 'claims', "
                         f"got {type(figures).__name__}")
-    found = {"held": 0, "broken": 0, "not applicable": 0, "not measured": 0}
+    found = {"held": 0, "broken": 0, "undecided": 0, "not applicable": 0, "not measured": 0}
     for c in figures["claims"]:
-        key = ("held" if c["held"] else "broken") if c["held"] is not None else \
-            ("not applicable" if c.get("not_applicable") else "not measured")
+        reason = c.get("not_applicable") or ""
+        if c["held"] is not None:
+            key = "held" if c["held"] else "broken"
+        elif reason.startswith(UNDECIDED):
+            key = "undecided"
+        else:
+            key = "not applicable" if reason else "not measured"
         found[key] += 1
     return found
 

@@ -154,7 +154,8 @@ def compiled_product_reaches_the_memory_roof(quick: bool = False, *, arrays=None
     The product and STREAM's triad (the same traffic: two reads, one write) are measured in
     rounds, one after the other, so that another program's load falls on both alike; the
     claim is the median over rounds of the product's share of that round's roof (a busy
-    moment spoils one round, not the verdict), with the spread of the rounds.
+    moment spoils one round, not the verdict), in as many rounds as it takes to tell the
+    median from 80% (``claims.measure_rounds``).
     ``arrays``: (x, y, out) to measure on, instead of new ones (a lesson passes its own, so
     that its memory holds one set, not two); ``out`` is overwritten.
     """
@@ -169,15 +170,16 @@ def compiled_product_reaches_the_memory_roof(quick: bool = False, *, arrays=None
     else:
         x, y, out = stream.three_arrays("arrays", arrays, written=2)
     n = x.shape[0]
-    shares = []
-    for _ in range(3 if quick else 5):
+
+    def one_round() -> float:  # the product and the roof back to back: the same moment's share
         t = timing.measure(ew.product_parallel, x, y, out, repeat=3, nbytes=ew.PRODUCT_BYTES * n)
-        roof = stream.memory_roof(repeat=3, arrays=(out, x, y)).gbps
-        shares.append(100 * t.gbps / roof)
-    return claims.check("01", f"parallel product's share of the memory roof (median of "
-                              f"{len(shares)} rounds: {min(shares):.0f}–{max(shares):.0f}%)",
-                        float(np.median(shares)), at_least=80, unit="%",
-                        cause="another program was using the memory bus while this ran")
+        return 100 * t.gbps / stream.memory_roof(repeat=3, arrays=(out, x, y)).gbps
+
+    rounds = claims.measure_rounds(one_round, at_least=80, max_rounds=9 if quick else 15,
+                                   budget_s=10 if quick else 20)
+    return claims.check_rounds("01", "parallel product's share of the memory roof", rounds,
+                               at_least=80, unit="%",
+                               cause="another program was using the memory bus while this ran")
 
 
 CLAIMS = (numpy_beats_the_python_loop, threads_speed_up_compute_bound_work,

@@ -181,13 +181,17 @@ def test_claims_runner_counts_not_applicable_apart():
 
     made = [claims.check("03", "held", 2.0, at_least=1.5), claims.check("03", "broken", 0.5, at_most=0.1),
             claims.check("10", "gpu", None, at_least=1.0, not_applicable="no GPU"),
-            claims.check("08", "nan", float("nan"), at_least=1.0)]
+            claims.check("08", "nan", float("nan"), at_least=1.0),
+            claims.check_rounds("04", "noisy", claims.measure_rounds(
+                _script([1.0, 2.0] * 8), at_least=1.3), at_least=1.3)]
     figures = {"claims": [{"held": c.held, "not_applicable": c.not_applicable, "line": repr(c)}
                           for c in made], "seconds": 3.0}
-    assert runner.summary(figures) == {"held": 1, "broken": 1, "not applicable": 1, "not measured": 1}
+    assert runner.summary(figures) == {"held": 1, "broken": 1, "undecided": 1,
+                                       "not applicable": 1, "not measured": 1}
     last = runner.report(figures).splitlines()[-1]
-    assert last == ("1 of 2 measured claims held, 1 did not; 1 not applicable here; "
-                    "1 could not be measured (4 claims, 3 s)")
+    assert last == ("1 of 2 measured claims held, 1 did not; 1 undecided (noise here larger "
+                    "than the effect's distance from the threshold); 1 not applicable here; "
+                    "1 could not be measured (5 claims, 3 s)")
     assert runner.failed(figures) is True
     del figures["claims"][1]
     assert runner.failed(figures) is False  # n/a and unmeasured say nothing against a lesson
