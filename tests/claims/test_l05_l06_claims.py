@@ -97,3 +97,48 @@ def test_06_prediction_claim_holds_within_the_tolerance_and_fails_outside():
     assert c06.prediction_claim(prediction(0.7)).held is False
     with pytest.raises(TypeError, match="prediction"):
         c06.prediction_claim(None)
+
+
+class _NoEngine:
+    """Stands in for ProcessEngine/DaskEngine: opens and closes, runs nothing."""
+
+    started = 0
+
+    def __init__(self, n_workers):
+        self.n_workers = n_workers
+
+    def __enter__(self):
+        _NoEngine.started += 1
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.parametrize("ratios, held, rounds", [
+    ([1.1] * 5, True, 5),                  # steady and inside 1.3: five rounds decide
+    ([1.6] * 5, False, 5),                 # steadily too slow for the model
+    ([0.9, 1.5] * 8, None, 15),            # both sides of 1.3 every time: undecided
+])
+def test_05_model_claims_take_rounds_until_decided(monkeypatch, ratios, held, rounds):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
+    monkeypatch.setattr(c05, "ProcessEngine", _NoEngine)
+    monkeypatch.setattr(c05.house_prices, "load", lambda n: (None, None))
+    script = iter(ratios)
+    monkeypatch.setattr(c05.mapreduce, "measure_and_predict",
+                        lambda *a, **k: prediction(next(script), cores=2))
+    claim = c05.model_predicts_processes(quick=False)
+    assert claim.held is held
+    assert f"median of {rounds} interleaved rounds" in claim.statement
+    assert "processes ×2 (server sharing a worker's core)" in claim.statement
+    if held is None:
+        assert "undecided here" in claim.not_applicable
+
+
+def test_05_model_claims_start_no_workers_on_one_core(monkeypatch):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=1")
+    monkeypatch.setattr(c05, "DaskEngine", _NoEngine)
+    before = _NoEngine.started
+    claim = c05.model_predicts_dask(quick=True)
+    assert claim.held is None and "2 usable cores" in claim.not_applicable
+    assert _NoEngine.started == before
