@@ -41,7 +41,7 @@ def one_run() -> dict:
 
 
 def verdict(claim: dict) -> str:
-    from mlpar.benchmarks.claims import UNDECIDED
+    from mlpar.core.claims import UNDECIDED
 
     if claim["held"] is None:
         return "undecided" if (claim.get("not_applicable") or "").startswith(UNDECIDED) else "n/a"
@@ -71,7 +71,8 @@ def table(runs: list[dict]) -> str:
             f"{environment.usable_cores()} usable cores ({cpu}), "
             f"load average at each start: {loads}; {seconds} s per run. Spread: "
             "(largest − smallest) / median over the runs.\n\n"
-            "| lesson | claim | needs | value in each run | spread | verdicts | same in all |\n"
+            "| lesson | claim (as the first run printed it) | needs | value in each run | spread | "
+            "verdicts | same in all |\n"
             "|---|---|---|---|---|---|---|")
     return head + "\n" + "\n".join(rows)
 

@@ -11,6 +11,7 @@ import time
 
 from mlpar.claims import all_claims
 from mlpar.core import cleanup, timing, validation
+from mlpar.core.claims import UNDECIDED
 
 
 def settle(timeout: float = 10.0) -> float:
@@ -65,10 +66,6 @@ def report(figures: dict) -> str:
     return "\n".join(lines)
 
 
-#: How ``claims.check_rounds`` begins the reason of a claim its rounds could not decide.
-UNDECIDED = "undecided here"
-
-
 def summary(figures: dict) -> dict:
     """Counts of claims that held, did not, were undecided (rounds on both sides of the
     threshold), do not apply here (a failed precondition: one core, no GPU, a cache too large
@@ -94,5 +91,8 @@ def failed(figures: dict) -> bool:
 
     A claim that does not apply on this machine (a GPU claim without a GPU) or could not be
     measured prints ``n/a: reason`` and does not fail the run: it says nothing against the lesson.
+    Neither does an undecided one (its rounds landed on both sides of the threshold): the
+    report counts those apart, with their medians, so a figure drifting towards its threshold
+    shows there before it turns into a ✗.
     """
     return any(c["held"] is False for c in figures["claims"])

@@ -47,9 +47,12 @@ def _measured(quick: bool, fast: str, slow: str) -> claims.Rounds:
     epochs = 3 if quick else 5
     threads = {"serial": 1, "locked": 2, "lock-free": 2}
 
+    order = [(slow, fast)]
+
     def one_round() -> float:
         rate = {v: run_sgd(problem, v, threads=threads[v], step=STEP, epochs=epochs,
-                           seed=0).updates_per_second for v in (slow, fast)}
+                           seed=0).updates_per_second for v in order[-1]}
+        order.append(order[-1][::-1])  # the next round runs them the other way round
         return rate[fast] / rate[slow]
 
     return claims.measure_rounds(one_round, at_least=THRESHOLD[fast, slow],
@@ -77,8 +80,8 @@ def _speed_claim(quick: bool, runs, fast: str, slow: str, statement: str, cause:
         return claims.check("04", statement, None, at_least=threshold, unit="×",
                             not_applicable=reason)
     if table is None:
-        return claims.check_rounds("04", statement, _measured(quick, fast, slow),
-                                   at_least=threshold, unit="×", cause=cause)
+        return claims.check_rounds("04", statement, _measured(quick, fast, slow), unit="×",
+                                   cause=cause)
     ratio = table[fast].updates_per_second / table[slow].updates_per_second
     return claims.check("04", statement, ratio, at_least=threshold, unit="×", cause=cause)
 

@@ -137,17 +137,17 @@ def _model_in_rounds(engine: str, quick: bool):
         def one_round() -> float:
             predictions.append(mapreduce.measure_and_predict(eng, X, y, n_iter=10 if quick else 20,
                                                              repeat=7))
-            return predictions[-1].error
+            return predictions[-1].ratio
 
-        rounds = claims.measure_rounds(one_round, at_most=MODEL_TOLERANCE,
+        rounds = claims.measure_rounds(one_round, off_by_at_most=MODEL_TOLERANCE,
                                        max_rounds=9 if quick else 15, budget_s=20 if quick else 40)
     middle = mapreduce.typical(predictions)
     where = ("server sharing a worker's core" if middle.server_shares_a_core else
              "server on a core of its own")
     return claims.check_rounds(
         "05", f"calibrated model on {engine} ×{middle.n_workers} ({where}), factor off either "
-        f"way (measured/predicted {middle.spread[0]:.2f}–{middle.spread[1]:.2f} over the rounds)",
-        rounds, at_most=MODEL_TOLERANCE, unit="×", cause=likely_cause(middle))
+        f"way: measured/predicted {rounds.value:.2f}, the median round",
+        rounds, unit="×", cause=likely_cause(middle))
 
 
 def model_predicts_processes(quick: bool = False):

@@ -34,6 +34,11 @@ class Claim:
     not_applicable: str = ""
 
     @property
+    def undecided(self) -> bool:
+        """True when rounds could not tell the figure from the threshold (``check_rounds``)."""
+        return self.not_applicable.startswith(UNDECIDED)
+
+    @property
     def held(self) -> bool | None:
         """True or False when measured; None when it does not apply here or was not measured."""
         if self.not_applicable or math.isnan(self.value):
@@ -147,14 +152,20 @@ def precondition(*, cores: int | None = None, gpu: bool = False, llc_multiple_fi
     return ""
 
 
+#: How the reason of a claim whose rounds could not decide it begins (``check_rounds``).
+UNDECIDED = "undecided here"
+
+
 @dataclass(frozen=True)
 class Rounds:
-    """A ratio measured in rounds until its median is told apart from a threshold.
+    """A figure measured in rounds until its median is told apart from a threshold.
 
-    ``value`` is the median of ``ratios``; ``low``–``high`` a distribution-free interval that
-    holds the true median with probability at least ``coverage`` (two order statistics of the
-    sorted rounds, from the binomial distribution: no assumption about the noise's shape).
-    ``decided`` says whether that interval lies on one side of the threshold.
+    ``ratios`` are the rounds' figures (rounds that could not be measured, NaN, are left out
+    and counted in ``dropped``); ``low``–``high`` is a distribution-free interval of their
+    median (two order statistics, ``median_interval``) at the last look, ``coverage`` its
+    coverage. ``comparison`` is ">=" or "<=" against ``threshold``, or "factor": the median
+    must lie within a factor ``threshold`` of 1, either way. ``decided`` says whether the
+    interval ended on one side.
     """
 
     ratios: tuple
@@ -162,22 +173,29 @@ class Rounds:
     high: float
     coverage: float
     decided: bool
+    threshold: float
+    comparison: str
+    dropped: int = 0
 
     @property
     def value(self) -> float:
-        return float(np.median(self.ratios))
+        return float(np.median(self.ratios)) if self.ratios else math.nan
 
     def describe(self) -> str:
+        dropped = f"; {self.dropped} could not be measured" if self.dropped else ""
         return (f"median of {len(self.ratios)} interleaved rounds, {self.coverage:.0%} interval "
-                f"{self.low:.3g}–{self.high:.3g}")
+                f"{self.low:.3g}–{self.high:.3g}{dropped}")
 
 
 def median_interval(ratios, coverage: float = 0.95) -> tuple[float, float, float]:
-    """(low, high, achieved coverage): the widest-needed pair of order statistics of
-    ``ratios`` that contains the median of their distribution with at least ``coverage``.
+    """(low, high, achieved coverage): the narrowest pair of order statistics of ``ratios``,
+    x[k] and x[n+1-k], that holds the median of their distribution with at least ``coverage``
+    (their coverage is 1 − 2·P(Binomial(n, ½) < k)); with too few rounds for that, the whole
+    range and the lower coverage it achieves.
 
-    With 5 rounds the best there is, the smallest and largest, covers 94%; 9 rounds give the
-    2nd smallest and 2nd largest at 96%, 13 rounds the 3rd at 98%; fewer than 5 cover less.
+    At 95%: 5 rounds give only the whole range at 94%; 6 give it at 97%; 9 the 2nd smallest
+    and 2nd largest at 96%; 15 the 4th at 96%. The rounds must be alike and independent (the
+    same measurement repeated); nothing is assumed about the shape of their noise.
     """
     from math import comb
 
@@ -195,26 +213,47 @@ def median_interval(ratios, coverage: float = 0.95) -> tuple[float, float, float
     return float(x[k - 1]), float(x[n - k]), covered(k)
 
 
-def measure_rounds(one_round, *, at_least=None, at_most=None, min_rounds: int = 5,
-                   max_rounds: int = 15, budget_s: float = 30.0,
-                   coverage: float = 0.9) -> Rounds:
-    """Call ``one_round()`` (it returns one round's ratio) until the interval of the median
+def _side(low: float, high: float, threshold: float, comparison: str) -> bool | None:
+    """True: the interval lies where the claim holds; False: where it fails; None: both."""
+    if comparison == ">=":
+        return True if low >= threshold else False if high < threshold else None
+    if comparison == "<=":
+        return True if high <= threshold else False if low > threshold else None
+    inside = 1 / threshold <= low and high <= threshold
+    return True if inside else False if high < 1 / threshold or low > threshold else None
+
+
+def measure_rounds(one_round, *, at_least=None, at_most=None, off_by_at_most=None,
+                   min_rounds: int = 5, max_rounds: int = 15, budget_s: float = 30.0,
+                   coverage: float = 0.95) -> Rounds:
+    """Call ``one_round()`` (it returns one round's figure) until the interval of the median
     lies on one side of the threshold, or ``max_rounds`` or ``budget_s`` is reached.
 
-    A ratio of two runs taken back to back, in the same round, cancels what the two share (a
-    slow minute of the host); the median over rounds ignores a round that a burst of load
-    spoiled. Stopping as soon as the interval clears the threshold spends rounds only where the
-    verdict needs them; a claim still undecided at the end says so instead of giving a verdict
-    that the next run might reverse.
+    One threshold: ``at_least``, ``at_most``, or ``off_by_at_most=t`` (the median must lie
+    between 1/t and t: a measured/predicted ratio off by at most a factor t either way).
+    A figure that is a ratio of two runs taken back to back, in the same round, cancels what the
+    two share (a slow minute of the host); the median ignores a round a burst of load spoiled.
+
+    The rule looks after every round from ``min_rounds`` on and stops at the first interval
+    that clears the threshold. Looking many times makes a wrong verdict likelier than one look
+    at ``coverage`` would: with the true median exactly on the threshold, 95% per look and 6–15
+    rounds give a verdict on either side about 4% of the time each (``tests/core/
+    test_claims.py`` simulates it); the printed interval is the one of the last look. A claim
+    still undecided at the end says so (``check_rounds``) instead of giving a verdict the next
+    run might reverse.
     """
     import time
 
     validation.callable_("one_round", one_round)
-    if (at_least is None) == (at_most is None):
-        raise ValueError("at_least/at_most: expected exactly one threshold, got "
-                         f"at_least={at_least!r}, at_most={at_most!r}")
-    threshold = validation.number("at_least" if at_most is None else "at_most",
-                                  at_least if at_most is None else at_most)
+    given = [(c, t) for c, t in ((">=", at_least), ("<=", at_most), ("factor", off_by_at_most))
+             if t is not None]
+    if len(given) != 1:
+        raise ValueError("at_least/at_most/off_by_at_most: expected exactly one threshold, got "
+                         f"at_least={at_least!r}, at_most={at_most!r}, "
+                         f"off_by_at_most={off_by_at_most!r}")
+    comparison, threshold = given[0]
+    name = {">=": "at_least", "<=": "at_most", "factor": "off_by_at_most"}[comparison]
+    threshold = validation.number(name, threshold, low=1.0 if comparison == "factor" else None)
     min_rounds = validation.positive_int("min_rounds", min_rounds, maximum=1000)
     max_rounds = validation.positive_int("max_rounds", max_rounds, maximum=1000)
     if max_rounds < min_rounds:
@@ -222,48 +261,55 @@ def measure_rounds(one_round, *, at_least=None, at_most=None, min_rounds: int = 
     budget_s = validation.number("budget_s", budget_s, low=0.0, high=3600.0)
     coverage = validation.number("coverage", coverage, low=0.5, high=1.0, high_open=True)
     ratios: list[float] = []
+    dropped = 0
     start = time.perf_counter()
     while True:
         r = one_round()
         if isinstance(r, bool) or not isinstance(r, numbers.Real):
             raise TypeError(f"one_round: expected it to return a number, got {type(r).__name__}")
-        ratios.append(float(r) if math.isfinite(r) else float("nan"))
-        finite = [x for x in ratios if not math.isnan(x)]
-        if len(ratios) < min_rounds or not finite:
-            if len(ratios) >= max_rounds:  # no round could be measured at all
-                return Rounds((), math.nan, math.nan, 0.0, False)
-            continue
-        low, high, got = median_interval(finite, coverage)
-        if at_most is None:
-            clear = low >= threshold or high < threshold
+        if math.isnan(r):
+            dropped += 1  # not measured; an infinite figure is a measurement and stays
         else:
-            clear = high <= threshold or low > threshold
-        decided = got >= coverage and clear
-        if decided or len(ratios) >= max_rounds or time.perf_counter() - start > budget_s:
-            return Rounds(tuple(finite), low, high, got, decided)
+            ratios.append(float(r))
+        low = high = math.nan
+        got, side = 0.0, None
+        if ratios:
+            low, high, got = median_interval(ratios, coverage)
+            side = _side(low, high, threshold, comparison) if got >= coverage else None
+        looked = len(ratios) + dropped >= min_rounds
+        if (looked and side is not None) or len(ratios) + dropped >= max_rounds \
+                or (looked and time.perf_counter() - start > budget_s):
+            return Rounds(tuple(ratios), low, high, got, looked and side is not None,
+                          threshold, comparison, dropped)
 
 
-def check_rounds(lesson: str, statement: str, rounds: Rounds, *, at_least=None, at_most=None,
-                 unit: str = "", cause: str = "") -> Claim:
-    """The claim for a ``measure_rounds`` result: a verdict from the median when the interval
-    cleared the threshold, otherwise ``n/a`` saying that the noise here is too large to tell."""
+def check_rounds(lesson: str, statement: str, rounds: Rounds, *, unit: str = "",
+                 cause: str = "") -> Claim:
+    """The claim for a ``measure_rounds`` result, against the threshold it was measured for: a
+    verdict from the median when the interval cleared the threshold, otherwise ``n/a`` saying
+    that the noise here is too large to tell (the median is kept as the claim's value)."""
     if not isinstance(rounds, Rounds):
         raise TypeError(f"rounds: expected the Rounds that measure_rounds returns, got "
                         f"{type(rounds).__name__}")
+    factor = rounds.comparison == "factor"
+    kind = {"at_most" if factor or rounds.comparison == "<=" else "at_least": rounds.threshold}
     if not rounds.ratios:
-        return check(lesson, statement, None, at_least=at_least, at_most=at_most, unit=unit,
-                     cause=cause or "no round could be measured")
+        return check(lesson, statement, None, unit=unit,
+                     cause=cause or f"none of {rounds.dropped} rounds could be measured", **kind)
     statement = f"{statement} ({rounds.describe()}{unit})"
+    m = rounds.value
+    value = max(m, 1 / m) if factor and m > 0 else m
     if rounds.decided:
-        return check(lesson, statement, rounds.value, at_least=at_least, at_most=at_most,
-                     unit=unit, cause=cause)
-    threshold = at_least if at_most is None else at_most
-    return check(lesson, statement, None, at_least=at_least, at_most=at_most, unit=unit,
-                 not_applicable=(
-                     f"undecided here: after {len(rounds.ratios)} rounds (single rounds "
-                     f"{min(rounds.ratios):.3g}–{max(rounds.ratios):.3g}{unit}) the interval of "
-                     f"the median still contains {threshold:g}{unit}: this machine's run-to-run "
-                     "noise is larger than the effect's distance from the threshold"))
+        return check(lesson, statement, value, unit=unit, cause=cause, **kind)
+    shown = f"1/{rounds.threshold:g} and {rounds.threshold:g}" if factor else \
+        f"{rounds.threshold:g}{unit}"
+    claim = check(lesson, statement, None, unit=unit, **kind, not_applicable=(
+        f"{UNDECIDED}: after {len(rounds.ratios)} rounds (single rounds "
+        f"{min(rounds.ratios):.3g}–{max(rounds.ratios):.3g}{unit}) the median could not be "
+        f"placed on one side of {shown}: this machine's run-to-run noise is larger than the "
+        "effect's distance from the threshold (or the time allowed for rounds ran out)"))
+    return Claim(claim.lesson, claim.statement, value, claim.threshold, claim.comparison,
+                 claim.unit, not_applicable=claim.not_applicable)
 
 
 LESSONS = ("00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10")

@@ -441,7 +441,10 @@ EXPLORE_VARIANTS = ("ikj", "blocked", "parallel", "packed", "blas")
 
 def explore(n: int, block: int, n_threads: int, *, repeat: int = 3, seed: int = 0) -> dict:
     """The lesson's widget: time ``EXPLORE_VARIANTS`` on n × n matrices with this block size,
-    numba's threads and BLAS's threads both set to ``n_threads``. Returns {variant: Timing}."""
+    numba's threads and BLAS's threads both set to ``n_threads``. Returns {variant: Timing}.
+
+    Timed like the lesson's table (``MIN_SAMPLE_TIME`` per sample, compiled variants only once
+    BLAS's threads have stopped spinning)."""
     from threadpoolctl import threadpool_limits
 
     from mlpar.core import threads

@@ -20,19 +20,19 @@ def _feed(values):
 def test_memory_roof_share_is_the_median_of_rounds(monkeypatch):
     monkeypatch.setattr(l01, "memory_precondition", lambda: "")
     # product 10 GB/s in every round; the roof 10 GB/s, but once a lucky 14 GB/s
-    products = [SimpleNamespace(gbps=10)] * 8
-    roofs = [SimpleNamespace(gbps=g) for g in (10, 14, 10, 10, 10, 10, 10, 10)]
+    products = [SimpleNamespace(gbps=10)] * 9
+    roofs = [SimpleNamespace(gbps=g) for g in (10, 14, 10, 10, 10, 10, 10, 10, 10)]
     monkeypatch.setattr(l01.timing, "measure", _feed(products))
     monkeypatch.setattr(l01.stream, "memory_roof", _feed(roofs))
     arrays = (np.ones(8), np.ones(8), np.empty(8))
     claim = l01.compiled_product_reaches_the_memory_roof(arrays=arrays)
     assert claim.held is True and claim.value == pytest.approx(100)
-    # five rounds cannot rule the 71% round's side out, eight can
-    assert "median of 8 interleaved rounds, 93% interval 100–100%" in claim.statement
-    # A product that is slow in most rounds is slow: the median says so, after 11 rounds.
-    products = [SimpleNamespace(gbps=g) for g in (7, 7, 10, 7, 10) + (7,) * 6]
+    # at 95%, eight rounds cannot rule the 71% round's side out, nine can
+    assert "median of 9 interleaved rounds, 96% interval 100–100%" in claim.statement
+    # A product that is slow in most rounds is slow: the median says so, after 12 rounds.
+    products = [SimpleNamespace(gbps=g) for g in (7, 7, 10, 7, 10) + (7,) * 7]
     monkeypatch.setattr(l01.timing, "measure", _feed(products))
-    monkeypatch.setattr(l01.stream, "memory_roof", _feed([SimpleNamespace(gbps=10)] * 11))
+    monkeypatch.setattr(l01.stream, "memory_roof", _feed([SimpleNamespace(gbps=10)] * 12))
     assert l01.compiled_product_reaches_the_memory_roof(arrays=arrays).held is False
 
 

@@ -198,20 +198,21 @@ def test_lock_free_claims_compare_runs_of_the_same_round_and_take_the_median(mon
 
     # The machine slows down between rounds (all runs of round 2 at half speed), and once a
     # busy moment halves one 2-thread run (round 4): per-round ratios keep both out of the verdict.
-    pattern = [(3e6, 2e6, 6e6), (1.5e6, 1e6, 3e6), (3e6, 2e6, 6e6), (3e6, 2e6, 3e6), (3e6, 2e6, 6e6)]
+    pattern = [(3e6, 2e6, 6e6), (1.5e6, 1e6, 3e6), (3e6, 2e6, 6e6), (3e6, 2e6, 3e6), (3e6, 2e6, 6e6),
+               (3e6, 2e6, 6e6)]
     rounds(*pattern)
     only("lock-free", "locked")
     against_locked = l04.lock_free_beats_locked(quick=True)
     assert against_locked.value == pytest.approx(3.0) and against_locked.held is True
-    assert "median of 5 interleaved rounds, 94% interval 1.5–3×" in against_locked.statement
-    assert not rates  # five rounds sufficed: the interval cleared 1.5
-    # Against serial the slow round 4 gives 1×, below 1.3: five rounds cannot rule it out,
-    # eight can (the 2nd smallest of eight bounds the median with 93% coverage).
+    assert "median of 6 interleaved rounds, 97% interval 1.5–3×" in against_locked.statement
+    assert not rates  # six rounds sufficed: the interval cleared 1.5
+    # Against serial the slow round 4 gives 1×, below 1.3: six rounds cannot rule it out,
+    # nine can (the 2nd smallest of nine bounds the median with 96% coverage).
     rounds(*pattern, *[(3e6, 2e6, 6e6)] * 4)
     only("lock-free", "serial")
     against_serial = l04.lock_free_beats_serial(quick=True)
     assert against_serial.value == pytest.approx(2.0) and against_serial.held is True
-    assert "median of 8 interleaved rounds" in against_serial.statement and len(rates) == 1
+    assert "median of 9 interleaved rounds" in against_serial.statement and len(rates) == 1
     # Most rounds slow: the median says so, once enough rounds pin it below the threshold.
     rounds(*[(3e6, 2e6, 3e6)] * 7 + [(3e6, 2e6, 6e6)] * 2)
     only("lock-free", "serial")

@@ -116,9 +116,10 @@ class _NoEngine:
 
 
 @pytest.mark.parametrize("ratios, held, rounds", [
-    ([1.1] * 5, True, 5),                  # steady and inside 1.3: five rounds decide
-    ([1.6] * 5, False, 5),                 # steadily too slow for the model
-    ([0.9, 1.5] * 8, None, 15),            # both sides of 1.3 every time: undecided
+    ([1.1] * 6, True, 6),                  # steady and inside 1.3: six rounds decide (95%)
+    ([1.6] * 6, False, 6),                 # steadily too slow for the model
+    ([0.7] * 6, False, 6),                 # steadily too fast: off by 1/0.7 the other way
+    ([0.9, 1.5] * 8, None, 15),            # reaching past 1.3 half the time: undecided
 ])
 def test_05_model_claims_take_rounds_until_decided(monkeypatch, ratios, held, rounds):
     monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")

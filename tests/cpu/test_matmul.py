@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mlpar.core import threads as numba_threads
 from mlpar.cpu import matmul as mm
 
 VARIANTS = sorted(mm.VARIANTS)
@@ -233,6 +234,8 @@ def test_panel_rows_are_a_multiple_of_the_register_block_for_any_depth():
     assert mp.panel_rows(10**9) == mp.REGISTER_BLOCK  # a panel never drops below one block
 
 
+@pytest.mark.skipif(not numba_threads.thread_safe_layers(),
+                    reason="no TBB or OpenMP here: workqueue would abort on concurrent kernels")
 def test_packing_buffer_is_kept_but_never_returned_or_shared_between_threads():
     import threading
 
