@@ -188,7 +188,7 @@ def compiled_product_reaches_the_memory_roof(quick: bool = False, *, arrays=None
         top = roof()
         return 100 * product() / top
 
-    rounds = claims.measure_rounds(one_round, at_least=80, max_rounds=9 if quick else 15,
+    rounds = claims.measure_rounds(one_round, at_least=80, max_rounds=9 if quick else 25,
                                    budget_s=10 if quick else 20)
     return claims.check_rounds("01", "parallel product's share of the memory roof", rounds,
                                unit="%",

@@ -143,7 +143,7 @@ def processes_escape_the_gil(quick: bool = False, *, table=None):
         order.append(order[-1][::-1])  # the next round runs them the other way round
         return seconds["sequential"] / seconds["processes"]
 
-    rounds = claims.measure_rounds(one_round, at_least=1.5, max_rounds=9 if quick else 15,
+    rounds = claims.measure_rounds(one_round, at_least=1.5, max_rounds=9 if quick else 25,
                                    budget_s=10 if quick else 20)
     return claims.check_rounds("03", statement, rounds, unit="×", cause=cause)
 

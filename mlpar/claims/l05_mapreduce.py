@@ -140,7 +140,7 @@ def _model_in_rounds(engine: str, quick: bool):
             return predictions[-1].ratio
 
         rounds = claims.measure_rounds(one_round, off_by_at_most=MODEL_TOLERANCE,
-                                       max_rounds=9 if quick else 15, budget_s=20 if quick else 40)
+                                       max_rounds=9 if quick else 21, budget_s=20 if quick else 40)
     middle = mapreduce.typical(predictions)
     where = ("server sharing a worker's core" if middle.server_shares_a_core else
              "server on a core of its own")

@@ -67,7 +67,7 @@ def real_round_is_predicted(quick: bool = False) -> claims.Claim:
                                                    n_rounds=10 if quick else 30).ratio
 
         rounds = claims.measure_rounds(one_round, off_by_at_most=TARGET_RATIO,
-                                       max_rounds=9 if quick else 15, budget_s=15 if quick else 25)
+                                       max_rounds=9 if quick else 25, budget_s=15 if quick else 25)
     return claims.check_rounds(
         "07", f"{statement} {rounds.value:.2f}, factor off either way", rounds, unit="×",
         cause=CAUSE)

@@ -236,9 +236,10 @@ def measure_rounds(one_round, *, at_least=None, at_most=None, off_by_at_most=Non
 
     The rule looks after every round from ``min_rounds`` on and stops at the first interval
     that clears the threshold. Looking many times makes a wrong verdict likelier than one look
-    at ``coverage`` would: with the true median exactly on the threshold, 95% per look and 6–15
-    rounds give a verdict on either side about 4% of the time each (``tests/core/
-    test_claims.py`` simulates it); the printed interval is the one of the last look. A claim
+    at ``coverage`` would: with the true median exactly on the threshold, 95% per look gives
+    a verdict on either side about 4% of the time each with 6–15 rounds, about 6% with up to 25
+    or 31 (``tests/core/test_claims.py`` simulates it); the printed interval is the one of the
+    last look. A claim
     still undecided at the end says so (``check_rounds``) instead of giving a verdict the next
     run might reverse.
     """

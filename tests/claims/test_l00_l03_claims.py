@@ -181,3 +181,24 @@ def test_lesson_03_widget_runs_every_engine_and_worker_count_with_identical_scor
                 plt.close("all")
     finally:
         cleanup.release_pools()
+
+
+@pytest.mark.parametrize("speedups, held, rounds", [([1.9] * 6, True, 6), ([1.0] * 6, False, 6),
+                                                    ([1.9, 1.0, 1.9, 1.9, 1.9, 1.9, 1.9, 1.9,
+                                                      1.9], True, 9)])
+def test_lesson_00_bench_claim_takes_rounds_of_both_settings_until_decided(
+        monkeypatch, speedups, held, rounds):
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(c00, "_not_applicable", lambda: "")
+    script = iter(speedups)
+    calls = []
+
+    def fake(n, *, repeat, **kwargs):
+        calls.append((n, repeat))
+        return SimpleNamespace(round_speedups=[next(script)])
+
+    monkeypatch.setattr(c00, "blas_threads", fake)
+    claim = c00.blas_threads_speed_up_a_large_product(quick=False)
+    assert claim.held is held and f"median of {rounds} interleaved rounds" in claim.statement
+    assert calls == [(c00.LARGE, 1)] * rounds  # one product per setting per round

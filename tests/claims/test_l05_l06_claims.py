@@ -119,7 +119,7 @@ class _NoEngine:
     ([1.1] * 6, True, 6),                  # steady and inside 1.3: six rounds decide (95%)
     ([1.6] * 6, False, 6),                 # steadily too slow for the model
     ([0.7] * 6, False, 6),                 # steadily too fast: off by 1/0.7 the other way
-    ([0.9, 1.5] * 8, None, 15),            # reaching past 1.3 half the time: undecided
+    ([0.9, 1.5] * 11, None, 21),           # reaching past 1.3 half the time: undecided
 ])
 def test_05_model_claims_take_rounds_until_decided(monkeypatch, ratios, held, rounds):
     monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
