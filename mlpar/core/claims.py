@@ -49,6 +49,8 @@ class Claim:
         needs = f"(needs {self.comparison} {self.threshold:g}{self.unit})"
         if self.held is None:
             reason = self.not_applicable or self.why_not or "could not be measured here"
+            if self.undecided and math.isfinite(self.value):
+                needs = needs[:-1] + f"; median {self.value:.3g}{self.unit})"
             return f"n/a [{self.lesson}] {self.statement} {needs}: {reason}"
         mark = "✓" if self.held else "✗"
         line = f"{mark} [{self.lesson}] {self.statement}: {self.value:.3g}{self.unit} {needs}"
