@@ -312,3 +312,18 @@ get_ipython().system("echo bang >> {home_canary}")"""
     assert "bwrap" in outcome.output.split("FIRST")[1].splitlines()[0]  # its own /proc, not the grader's
     assert canary.read_text() == "before" and not os.path.exists(home_canary)
     assert "damage" not in open(installed).read()
+
+
+def test_a_job_that_starts_after_a_stop_is_ended_at_once():
+    # Ctrl-C can land while a job thread is between starting its process and registering it;
+    # stop_all then finds nothing to kill. The job must still end at once, not after its timeout.
+    sandbox.stop_all()
+    try:
+        start = time.monotonic()
+        outcome = sandbox.run_job(_job("while True:\n    pass"), timeout=120, memory_mb=1024)
+        assert time.monotonic() - start < 15  # its own step timeout would end it after 30 s
+        assert not outcome.finished and not outcome.timed_out
+    finally:
+        sandbox.allow_jobs()
+    outcome = sandbox.run_job(_job("x = 1"), timeout=60, memory_mb=1024)
+    assert outcome.finished  # allowed again: a later grade() in this process runs normally

@@ -217,6 +217,7 @@ def grade(folder: Path, out: Path, *, official: Path | None = None, jobs: int = 
     plans = official_plans(official or NOTEBOOKS)
     lessons = sorted(plans)
     how, why = sandbox.isolation()
+    sandbox.allow_jobs()  # an earlier grade() in this process may have been stopped
     sandbox.hide(folder, Path(out).parent, summary and Path(summary).parent, feedback,
                  official or NOTEBOOKS)
     book = report.GradeBook(out, resume=resume)

@@ -71,6 +71,9 @@ _INSIDE = "/tmp/work"  # the runner's HOME, TMPDIR and working folder inside the
 
 _RUNNING: dict[str, subprocess.Popen] = {}  # token -> every grading process now running
 _RUNNING_LOCK = threading.Lock()
+# Set by stop_all: a job whose process starts afterwards is ended at once. Checked and set
+# under _RUNNING_LOCK, so a process is either in _RUNNING when stop_all looks, or sees the flag.
+_STOPPING = threading.Event()
 _HIDDEN: list[str] = []  # folders the sandbox shows empty (see hide())
 
 
@@ -118,11 +121,23 @@ def isolation() -> tuple[str, str]:
 
 
 def stop_all() -> None:
-    """Kill every grading process this process started and all they started (Ctrl-C, SIGTERM)."""
+    """Kill every grading process this process started and all they started (Ctrl-C, SIGTERM),
+    and every one a job thread starts from now on, until ``allow_jobs``.
+
+    Without the second half, a Ctrl-C that lands while a job thread is between starting its
+    process and registering it would miss that process, and the grader would wait for it (up
+    to the job's timeout) before it could exit.
+    """
     with _RUNNING_LOCK:
+        _STOPPING.set()
         running = dict(_RUNNING)
     for token, proc in running.items():
         _end(proc, token)
+
+
+def allow_jobs() -> None:
+    """Let jobs run again after ``stop_all`` (a new ``grade`` in the same process)."""
+    _STOPPING.clear()
 
 
 @dataclass
@@ -337,6 +352,9 @@ def run_job(job: dict, *, timeout: float, memory_mb: int, python: str | None = N
         ours = []
         with _RUNNING_LOCK:
             _RUNNING[token] = proc
+            stopping = _STOPPING.is_set()
+        if stopping:  # stop_all ran while this process started: it would not have seen it
+            _end(proc, token)
         try:
             proc.stdin.write(json.dumps(job).encode())
             proc.stdin.close()
