@@ -103,6 +103,10 @@ def _grade(args) -> int:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, terminated)
+    if hasattr(signal, "SIGUSR1"):  # POSIX: `kill -USR1 <pid>` prints to the grader's stderr
+        import faulthandler  # where every thread of a grader that seems stuck is
+
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         grade(args.submissions, args.out, official=args.official, jobs=args.jobs,
               scheduler=args.scheduler, options=options, resume=args.resume, summary=summary,

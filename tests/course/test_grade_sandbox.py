@@ -33,6 +33,14 @@ def _graded_processes() -> set[int]:
     return found
 
 
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` now (its children, theirs, ...)."""
+    try:
+        return {p.pid for p in psutil.Process(pid).children(recursive=True)}
+    except psutil.Error:
+        return set()
+
+
 def _running(marker: str) -> list[int]:
     """Live processes whose command line holds ``marker`` (found without their environment)."""
     found = []
@@ -212,10 +220,19 @@ def test_stopping_the_grader_stops_grading_at_once_and_leaves_nothing_running(tm
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=dict(os.environ, TMPDIR=str(tmp_path / "tmp")))
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not _graded_processes() - before:
-        time.sleep(0.2)  # until the grading process runs
+    # until this grader's own grading process runs (another test's, on the other xdist
+    # worker, would have the signal sent while this grader is still starting)
+    while time.monotonic() < deadline and not _graded_processes() & _descendants(grader.pid):
+        time.sleep(0.2)
     grader.send_signal(getattr(signal, how))
-    out, err = grader.communicate(timeout=60)
+    try:
+        out, err = grader.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        grader.send_signal(signal.SIGUSR1)  # the grader prints every thread's stack
+        time.sleep(2)
+        grader.kill()
+        out, err = grader.communicate()
+        pytest.fail(f"the grader did not stop within 60 s of {how}; its threads:\n{err[-8000:]}")
     if how == "SIGKILL":
         assert grader.returncode == -signal.SIGKILL
         deadline = time.monotonic() + 10  # the kernel's parent-death signal is not synchronous
