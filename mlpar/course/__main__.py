@@ -103,10 +103,14 @@ def _grade(args) -> int:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, terminated)
-    if hasattr(signal, "SIGUSR1"):  # POSIX: `kill -USR1 <pid>` prints to the grader's stderr
-        import faulthandler  # where every thread of a grader that seems stuck is
+    import faulthandler
 
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    dump = hasattr(signal, "SIGUSR1")  # POSIX: `kill -USR1 <pid>` prints to the grader's stderr
+    try:  # where every thread of a grader that seems stuck is (needs a real file descriptor)
+        if dump:
+            faulthandler.register(signal.SIGUSR1, file=sys.stderr.fileno(), all_threads=True)
+    except (AttributeError, OSError, ValueError):  # stderr captured in memory: no stack dumps
+        dump = False
     try:
         grade(args.submissions, args.out, official=args.official, jobs=args.jobs,
               scheduler=args.scheduler, options=options, resume=args.resume, summary=summary,
@@ -120,6 +124,8 @@ def _grade(args) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if dump:
+            faulthandler.unregister(signal.SIGUSR1)
     return 0
 
 
