@@ -103,6 +103,11 @@ def _grade(args) -> int:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, terminated)
+    # A signal mask is inherited across exec: a grader started by a thread that had Ctrl-C and
+    # SIGTERM blocked (a test runner, a library spawning helpers) would never see them, and
+    # would grade on after being told to stop. Unblock both here; the mask is put back after.
+    mask = (signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+            if hasattr(signal, "pthread_sigmask") else None)
     import faulthandler
 
     dump = hasattr(signal, "SIGUSR1")  # POSIX: `kill -USR1 <pid>` prints to the grader's stderr
@@ -124,6 +129,8 @@ def _grade(args) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if dump:
             faulthandler.unregister(signal.SIGUSR1)
     return 0
