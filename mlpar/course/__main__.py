@@ -103,9 +103,12 @@ def _grade(args) -> int:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, terminated)
-    # A signal mask is inherited across exec: a grader started by a thread that had Ctrl-C and
-    # SIGTERM blocked (a test runner, a library spawning helpers) would never see them, and
-    # would grade on after being told to stop. Unblock both here; the mask is put back after.
+    # Ctrl-C stops grading whatever this process inherited: a parent that ignores SIGINT (a
+    # shell's background job, a test runner) would otherwise pass SIG_IGN down, and Python then
+    # never raises KeyboardInterrupt. A signal mask is inherited across exec too: a grader
+    # started by a thread that had both signals blocked would never see them. Both are undone
+    # here and put back after.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     mask = (signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
             if hasattr(signal, "pthread_sigmask") else None)
     import faulthandler
@@ -129,6 +132,7 @@ def _grade(args) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         if mask is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if dump:

@@ -194,15 +194,18 @@ def test_native_windows_is_refused_with_the_way_to_grade_there(tmp_path, monkeyp
     assert "WSL 2" in capsys.readouterr().err and not (tmp_path / "g.csv").exists()
 
 
-@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL", "SIGINT, blocked by its parent"])
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL", "SIGINT, blocked by its parent",
+                                 "SIGINT, ignored by its parent"])
 def test_stopping_the_grader_stops_grading_at_once_and_leaves_nothing_running(tmp_path, how, monkeypatch):
     import signal
     import subprocess
     import sys
 
-    # A signal mask survives exec: a grader started while its parent's thread had Ctrl-C and
-    # SIGTERM blocked (as this test runner's did, now and then) must still obey them.
+    # A signal mask and an ignored signal both survive exec: a grader started while its parent
+    # had Ctrl-C blocked or ignored (this test runner's worker ignored it now and then, after
+    # some earlier test) must still obey it.
     blocked = how.endswith("blocked by its parent")
+    ignored = how.endswith("ignored by its parent")
     how = how.split(",")[0]
 
     if how == "SIGKILL":  # nothing can be caught: the sandbox's --die-with-parent must do it
@@ -222,6 +225,7 @@ def test_stopping_the_grader_stops_grading_at_once_and_leaves_nothing_running(tm
     (tmp_path / "tmp").mkdir()  # a SIGKILLed grader cannot remove its own log folder: keep it here
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) if blocked \
         else None
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if ignored else None
     try:
         grader = subprocess.Popen([sys.executable, "-m", "mlpar.course", "grade", str(tmp_path / "sub"),
                                    "--out", str(tmp_path / "g.csv"), "--timeout", "300"],
@@ -230,6 +234,8 @@ def test_stopping_the_grader_stops_grading_at_once_and_leaves_nothing_running(tm
     finally:
         if mask is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if handler is not None:
+            signal.signal(signal.SIGINT, handler)
     deadline = time.monotonic() + 60
     # until this grader's own grading process runs (another test's, on the other xdist
     # worker, would have the signal sent while this grader is still starting)
@@ -239,11 +245,16 @@ def test_stopping_the_grader_stops_grading_at_once_and_leaves_nothing_running(tm
     try:
         out, err = grader.communicate(timeout=60)
     except subprocess.TimeoutExpired:
+        status = [line for line in open(f"/proc/{grader.pid}/status").read().splitlines()
+                  if line.startswith(("SigBlk", "SigIgn", "SigCgt"))] if os.path.exists(
+                      f"/proc/{grader.pid}/status") else []
         grader.send_signal(signal.SIGUSR1)  # the grader prints every thread's stack
         time.sleep(2)
         grader.kill()
         out, err = grader.communicate()
-        pytest.fail(f"the grader did not stop within 60 s of {how}; its threads:\n{err[-8000:]}")
+        pytest.fail(f"the grader did not stop within 60 s of {how}; this process's SIGINT "
+                    f"handler {signal.getsignal(signal.SIGINT)!r}, the grader's {status}; its "
+                    f"threads:\n{err[-8000:]}")
     if how == "SIGKILL":
         assert grader.returncode == -signal.SIGKILL
         deadline = time.monotonic() + 10  # the kernel's parent-death signal is not synchronous
