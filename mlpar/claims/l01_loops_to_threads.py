@@ -173,14 +173,14 @@ def compiled_product_reaches_the_memory_roof(quick: bool = False, *, arrays=None
 
     turn = []
 
+    def product() -> float:
+        return timing.measure(ew.product_parallel, x, y, out, repeat=3,
+                              nbytes=ew.PRODUCT_BYTES * n).gbps
+
+    def roof() -> float:
+        return stream.memory_roof(repeat=3, arrays=(out, x, y)).gbps
+
     def one_round() -> float:  # the product and the roof back to back, in turn first
-        def product():
-            return timing.measure(ew.product_parallel, x, y, out, repeat=3,
-                                  nbytes=ew.PRODUCT_BYTES * n).gbps
-
-        def roof():
-            return stream.memory_roof(repeat=3, arrays=(out, x, y)).gbps
-
         turn.append(None)
         if len(turn) % 2:
             gbps = product()

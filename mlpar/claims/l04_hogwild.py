@@ -19,8 +19,8 @@ THRESHOLD = {("lock-free", "locked"): 1.5, ("lock-free", "serial"): 1.3}
 def _problem(quick: bool):
     # About 10 nonzeros per sample either way. The full problem's w spans 12,500 cache lines,
     # so the two threads seldom write the same line at the same moment: the sparse regime
-    # Hogwild is for. With 10,000 features (1,250 lines) this VM lost about a fifth of the
-    # 2-thread rate to lines moving between the cores (against threads on private copies of w).
+    # Hogwild is for. With 10,000 features (1,250 lines) the threads keep writing lines the
+    # other core holds, and each such write moves the line between the cores.
     quick = validation.flag("quick", quick)
     return (make_sparse_problem(20_000, 5_000, 0.002, seed=0) if quick
             else make_sparse_problem(100_000, 100_000, 0.0001, seed=0))

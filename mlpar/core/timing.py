@@ -27,8 +27,8 @@ from mlpar.core import validation
 
 #: After a call, OpenBLAS's idle threads keep spinning on their cores for a while before they
 #: sleep (about 2**28 cycles, 0.1 s at 2.5 GHz: its THREAD_TIMEOUT). Code timed in that window
-#: shares the cores with them: a numba kernel timed right after a BLAS product lost up to half
-#: its rate on a 2-core machine. Measurements that follow BLAS work wait this long first.
+#: shares the cores with them (on 2 cores, numba's threads then wait for a core). Measurements
+#: that follow BLAS work wait this long first.
 BLAS_SPIN_SECONDS = 0.25
 
 MAX_REPEAT = 10_000  # samples per measurement: more is a typo, and Stop waits for them
