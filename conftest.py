@@ -28,6 +28,7 @@ def pytest_configure(config):
     if path and not Path(path).is_absolute():
         config.option.nbval_sanitize_with = str(Path(config.rootpath) / path)
     _writable_matplotlib_config()
+    _inline_figures()
 
 
 def _writable_matplotlib_config() -> None:
@@ -49,6 +50,15 @@ def _writable_matplotlib_config() -> None:
 
         os.environ["MPLCONFIGDIR"] = temporary = tempfile.mkdtemp(prefix="mlpar-matplotlib-")
         atexit.register(shutil.rmtree, temporary, ignore_errors=True)
+
+
+def _inline_figures() -> None:
+    """The committed outputs hold inline figures (image/png with a text/plain line). A backend
+    named in the environment, such as MPLBACKEND=Agg on a headless machine, makes plt.show()
+    in a notebook kernel display nothing, and strict nbval then fails every plotting cell:
+    notebook kernels inherit the environment, so the variable is removed for them. Found on
+    the GPU machine, whose set-up script exported MPLBACKEND=Agg."""
+    os.environ.pop("MPLBACKEND", None)
 
 
 # --- the session census ------------------------------------------------------------------------

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Lesson 10 on a real GPU, in one call of the device machine (issue 34): about 8 minutes on an
-# H100 with 16 cores. Run from the repository root:
+# Lesson 10 on a real GPU, in one call of the device machine (issue 34). On an H100 with 16
+# cores (2026-11-27) the default steps add up to about 7 minutes, a machine's start not counted.
+# Run from the repository root:
 #
-#     bash scripts/device_check.sh            # every step
-#     bash scripts/device_check.sh bench gpu  # only the named steps (env always runs)
+#     bash scripts/device_check.sh                # the default steps
+#     bash scripts/device_check.sh bench claims10 # only the named steps (env always runs)
 #
-# Steps: env (wheels into /tmp/site, versions), bench (python -m mlpar.bench gpu), claims
-# (python -m mlpar.bench claims), gpu (pytest -m gpu with numba-cuda, then with numba's
-# built-in CUDA target), nb10 (lesson 10 under strict nbval against the committed outputs),
-# suite (the whole test suite, every notebook under strict nbval included, on 16 processes,
-# timed: `make test` without ruff, which the image lacks).
+# Steps: env (wheels into /tmp/site, versions), bench (python -m mlpar.bench gpu, 25 s),
+# claims10 (lesson 10's claims alone, 20 s), gpu (pytest -m gpu with numba-cuda, then with
+# numba's built-in CUDA target, 46 s), nb10 (lesson 10 under strict nbval against the committed
+# outputs, 33 s), suite (every test and notebook under strict nbval on 16 processes, 272 s:
+# `make test` without ruff, which the image lacks). Not by default: claims (python -m
+# mlpar.bench claims, every lesson's).
 #
 # The device image (see the device README) has python3 3.12 with numpy 2.5, which breaks
 # numba-cuda (np.row_stack), and lacks dask, ipywidgets, nbval and Jupyter's kernel. Those come
@@ -20,7 +22,7 @@ set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/device_out}
 mkdir -p "$OUT"
-STEPS=${*:-"bench claims gpu nb10 suite"}
+STEPS=${*:-"bench claims10 gpu nb10 suite"}
 SUMMARY="$OUT/summary.txt"
 PY=${PYTHON:-python3}
 : >"$SUMMARY"
@@ -86,15 +88,19 @@ run_step() {  # name, time limit in seconds, command...
 
 for step in $STEPS; do
   case $step in
-    bench)  run_step bench 150 "$PY" -m mlpar.bench gpu --json "$OUT/bench_gpu.json" ;;
-    claims) run_step claims 150 "$PY" -m mlpar.bench claims ;;
+    bench)  run_step bench 120 "$PY" -m mlpar.bench gpu --json "$OUT/bench_gpu.json" ;;
+    claims) run_step claims 200 "$PY" -m mlpar.bench claims ;;
+    claims10) run_step claims10 90 "$PY" -c "from mlpar.claims import all_claims
+for f in all_claims():
+    if f.__module__.endswith('l10_gpu'):
+        print(repr(f(False)))" ;;
     gpu)
       run_step gpu 150 bash -c "\"$PY\" -m pytest -q -p no:cacheprovider -m gpu tests/gpu -rs \
         && echo '--- without numba-cuda (numba built-in CUDA target) ---' \
         && PYTHONPATH=/tmp/no_numba_cuda:\$PYTHONPATH \"$PY\" -c 'import numba.cuda as c; print(c.__file__)' \
         && PYTHONPATH=/tmp/no_numba_cuda:\$PYTHONPATH \"$PY\" -m pytest -q -p no:cacheprovider -m gpu tests/gpu -rs" ;;
     nb10)   run_step nb10 120 "$PY" -m pytest -q -p no:cacheprovider notebooks/10_gpu.ipynb ;;
-    suite)  run_step suite 240 "$PY" -m pytest -q -p no:cacheprovider -n 16 --dist loadfile --durations=25 ;;
+    suite)  run_step suite 280 "$PY" -m pytest -v -rfE -p no:cacheprovider -n 16 --dist loadfile --durations=25 ;;
     *)      say "unknown step $step" ;;
   esac
 done

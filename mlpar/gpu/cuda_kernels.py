@@ -58,7 +58,9 @@ def _performance_warning_classes() -> tuple[type[Warning], ...]:
 
 PERFORMANCE_WARNINGS = _performance_warning_classes()
 # numba's text for a grid of fewer than 128 blocks (its CUDA_LOW_OCCUPANCY_WARNINGS check).
-OCCUPANCY_MESSAGE = r"Grid size \d+ will likely result in GPU under-utili[sz]ation"
+# numba-cuda 0.30 wraps it in a terminal's bold escape ("\x1b[1mGrid size ..."), and a filter's
+# message must match from the start, so the escape is allowed in front (found on an H100).
+OCCUPANCY_MESSAGE = r"(?:\x1b\[[\d;]*m)?Grid size \d+ will likely result in GPU under-utili[sz]ation"
 
 
 @contextlib.contextmanager
