@@ -255,11 +255,23 @@ def _marked(mark: str) -> list[int]:
     return found
 
 
+# This process's graders start their tokens with this, so that a grader another test runs
+# beside this one (the other xdist worker's) does not count here.
+PREFIX = f"w{os.getpid()}-"
+
+
+@pytest.fixture(autouse=True)
+def _own_tokens(monkeypatch):
+    monkeypatch.setenv(sandbox.TOKEN_PREFIX_VARIABLE, PREFIX)
+
+
 def _tokened() -> set[int]:
+    """Processes carrying a token of this test process's graders in their environment."""
     found = set()
     for proc in psutil.process_iter():
         try:
-            if sandbox.TOKEN_VARIABLE in proc.environ() and proc.status() != psutil.STATUS_ZOMBIE:
+            token = proc.environ().get(sandbox.TOKEN_VARIABLE)
+            if token and token.startswith(PREFIX) and proc.status() != psutil.STATUS_ZOMBIE:
                 found.add(proc.pid)
         except (psutil.Error, OSError):
             continue

@@ -21,12 +21,23 @@ def _job(*sources):
             "cells": [{"kind": "solution", "exercises": ["x"], "source": s} for s in sources]}
 
 
+# This process's graders start their tokens with this, so that a grader another test runs
+# beside this one (the other xdist worker's) does not count here.
+PREFIX = f"w{os.getpid()}-"
+
+
+@pytest.fixture(autouse=True)
+def _own_tokens(monkeypatch):
+    monkeypatch.setenv(sandbox.TOKEN_PREFIX_VARIABLE, PREFIX)
+
+
 def _graded_processes() -> set[int]:
-    """Processes carrying a grading token in their environment (any grading run's)."""
+    """Processes carrying a token of this test process's graders in their environment."""
     found = set()
     for proc in psutil.process_iter(["pid"]):
         try:
-            if sandbox.TOKEN_VARIABLE in proc.environ() and proc.status() != psutil.STATUS_ZOMBIE:
+            token = proc.environ().get(sandbox.TOKEN_VARIABLE)
+            if token and token.startswith(PREFIX) and proc.status() != psutil.STATUS_ZOMBIE:
                 found.add(proc.pid)
         except (psutil.Error, OSError):
             continue
@@ -366,3 +377,32 @@ def test_a_job_that_starts_after_a_stop_is_ended_at_once():
         sandbox.allow_jobs()
     outcome = sandbox.run_job(_job("x = 1"), timeout=60, memory_mb=1024)
     assert outcome.finished  # allowed again: a later grade() in this process runs normally
+
+
+def test_the_runner_finds_the_graders_mlpar_where_it_is_not_installed(tmp_path):
+    """A course used from a clone that was never installed (PYTHONPATH=., as on the GPU
+    machine) had every submission crash: isolated mode (-I) ignores PYTHONPATH. -S here hides
+    site-packages, so no installed or editable mlpar is found: only the folder the command adds."""
+    import subprocess
+    import sys
+
+    module = "mlpar.course.grading.csv_safety"  # imports nothing outside the standard library
+    bare = [sys.executable, "-I", "-S", "-B", "-m", module]
+    found = sandbox.module_command(sys.executable, module, ["an argument"])
+    found.insert(1, "-S")
+    for command, ok in [(bare, False), (found, True)]:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                              env={})
+        assert (done.returncode == 0) == ok, done.stderr
+        assert ("No module named 'mlpar'" in done.stderr) == (not ok), done.stderr
+
+
+def test_tokens_carry_the_prefix_only_when_it_is_a_short_plain_name(monkeypatch):
+    for value, expected in [("w12-", "w12-"), ("ok_1", "ok_1"), ("", ""), ("a b", ""),
+                            ("x" * 33, ""), ("../x", "")]:
+        monkeypatch.setenv(sandbox.TOKEN_PREFIX_VARIABLE, value)
+        assert sandbox.token_prefix() == expected, value
+    monkeypatch.setenv(sandbox.TOKEN_PREFIX_VARIABLE, PREFIX)
+    outcome = sandbox.run_job(_job(f"import os\nprint('TOKEN', os.environ['{sandbox.TOKEN_VARIABLE}'])"),
+                              timeout=60, memory_mb=1024)
+    assert f"TOKEN {PREFIX}" in outcome.output, outcome.output

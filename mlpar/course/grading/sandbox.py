@@ -1,7 +1,8 @@
 """One submission, one process, isolated by the operating system; nothing left behind.
 
 ``run_job`` starts :mod:`mlpar.course.grading.runner` with ``python -I -B`` (no current folder
-or user site on ``sys.path``, no ``PYTHON*`` variables, no bytecode written), under an
+or user site on ``sys.path``, no ``PYTHON*`` variables, no bytecode written; only the folder the
+grader's own mlpar came from is added, :func:`module_command`), under an
 address-space limit (``RLIMIT_AS``, set by the runner before it reads any student code), a
 file-size limit and a wall-clock timeout (a quarter of it for each solution cell and each
 check). Its events come back on a pipe only the grader reads (:mod:`~.channel`), never a file.
@@ -40,6 +41,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -56,6 +58,10 @@ from mlpar.core import cleanup
 from mlpar.course.grading import channel
 
 TOKEN_VARIABLE = "MLPAR_GRADING_TOKEN"
+# Tokens start with this variable's value where it is set (letters, digits, "-" and "_", at most
+# 32): the tests count the processes of their own grader by it, while another test's grader may
+# run beside it. The random part that follows keeps each run's token its own.
+TOKEN_PREFIX_VARIABLE = "MLPAR_GRADING_TOKEN_PREFIX"
 SANDBOX_VARIABLE = "MLPAR_GRADING_SANDBOX"  # "none": never use bwrap; "bwrap": require it
 FILE_LIMIT_BYTES = 256 * 2**20  # no single file the submission writes grows past this
 SCRATCH_BYTES = 512 * 2**20     # the sandbox's /tmp (and /dev/shm), in memory, at most
@@ -164,6 +170,13 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def token_prefix() -> str:
+    """The start of every token this grader gives: ``TOKEN_PREFIX_VARIABLE``'s value if it is a
+    short plain name, else nothing."""
+    prefix = os.environ.get(TOKEN_PREFIX_VARIABLE, "")
+    return prefix if re.fullmatch(r"[A-Za-z0-9_-]{1,32}", prefix) else ""
 
 
 def _sweep(token: str) -> list[int]:
@@ -281,6 +294,29 @@ def _needed_paths() -> list[str]:
     return sorted(found)
 
 
+# Runs a module as ``python -m`` would, after appending the folder this grader imported mlpar
+# from to the module path; argv: folder, module, the module's own arguments.
+_BOOT = ("import runpy, sys\n"
+         "home = sys.argv.pop(1)\n"
+         "sys.path.count(home) or sys.path.append(home)\n"
+         "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)\n")
+
+
+def module_command(python: str, module: str, args: list[str]) -> list[str]:
+    """``python -I -B -m module *args`` that finds the mlpar this grader runs.
+
+    Isolated mode (-I) ignores PYTHONPATH and the working folder, so a course used from a clone
+    that was never installed (``PYTHONPATH=.``, or ``python -m mlpar.course grade`` from the
+    clone's root) had every submission crash with "No module named 'mlpar'"; found on the GPU
+    machine, where mlpar came from PYTHONPATH. The folder is appended, not put first: an
+    installed mlpar and the standard library keep their places.
+    """
+    import mlpar
+
+    home = os.path.dirname(os.path.dirname(os.path.abspath(mlpar.__file__)))
+    return [python, "-I", "-B", "-c", _BOOT, home, module, *args]
+
+
 def _bwrap_command(tool: str, python: list[str]) -> list[str]:
     needed = _needed_paths()
     command = [tool, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
@@ -303,7 +339,7 @@ def _bwrap_command(tool: str, python: list[str]) -> list[str]:
 def run_job(job: dict, *, timeout: float, memory_mb: int, python: str | None = None) -> Outcome:
     """Run ``job`` in a sandboxed process; the :class:`Outcome` has its events and how it ended."""
     how, _ = isolation()
-    token = uuid.uuid4().hex
+    token = token_prefix() + uuid.uuid4().hex
     root = Path(tempfile.mkdtemp(prefix="mlpar-grade-"))  # the output log; the scratch without bwrap
     value_checks = [c for c in job["cells"] if c["kind"] == "check" and not c.get("observing")]
     # runner -> grader (events); checker -> runner (calls); runner -> checker (answers);
@@ -331,8 +367,9 @@ def run_job(job: dict, *, timeout: float, memory_mb: int, python: str | None = N
     job = dict(job, memory_mb=memory_mb, step_timeout=timeout * STEP_SHARE)
     outcome = Outcome(isolation=how)
     python = python or sys.executable
-    python_command = [python, "-I", "-B", "-m", "mlpar.course.grading.runner",
-                      str(events_w), str(memory_mb * 2**20), str(FILE_LIMIT_BYTES), str(process_limit())]
+    python_command = module_command(python, "mlpar.course.grading.runner",
+                                    [str(events_w), str(memory_mb * 2**20), str(FILE_LIMIT_BYTES),
+                                     str(process_limit())])
     command = _bwrap_command(isolation()[1], python_command) if how == "bwrap" else python_command
     log = open(root / "output.txt", "w+b")  # noqa: SIM115  (closed in finally)
     readers: list[channel.Reader] = []
@@ -405,7 +442,7 @@ def _start_checker(python: str, job: dict, value_checks: list, fds: list, timeou
     env = {k: os.environ[k] for k in _PASSED_ON if k in os.environ}
     env.update(HOME=str(root), TMPDIR=str(root), MPLBACKEND="Agg", MPLCONFIGDIR=str(root),
                PYTHONDONTWRITEBYTECODE="1")
-    checker = subprocess.Popen([python, "-I", "-B", "-m", "mlpar.course.grading.checker", *map(str, fds)],
+    checker = subprocess.Popen(module_command(python, "mlpar.course.grading.checker", list(map(str, fds))),
                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                cwd=root, env=env, start_new_session=True, close_fds=True,
                                pass_fds=tuple(fds))
