@@ -635,8 +635,10 @@ def _child_env(tmp: Path) -> dict:
     env = dict(os.environ)
     (tmp / "home").mkdir(exist_ok=True)
     (tmp / "tmp").mkdir(exist_ok=True)
+    # the repository first, then whatever the path held (the GPU machine carries numpy there)
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     env.update(HOME=str(tmp / "home"), TMPDIR=str(tmp / "tmp"), MPLBACKEND="Agg",
-               PYTHONPATH=str(REPO), PYTHONDONTWRITEBYTECODE="1")
+               PYTHONPATH=path, PYTHONDONTWRITEBYTECODE="1")
     return env
 
 

@@ -142,6 +142,17 @@ def local(path: str) -> Path:
     return ROOT / path
 
 
+def installed_program(path: str) -> bool:
+    """A ``.venv/bin/x`` a reader types exists here: the file, or a console script of that name
+    declared by an installed package (``pip install --target`` writes no bin/ files)."""
+    if local(path).exists():
+        return True
+    import importlib.metadata
+
+    name = path.removeprefix(".venv/bin/")
+    return bool(importlib.metadata.entry_points(group="console_scripts", name=name))
+
+
 def is_python(word: str) -> bool:
     return Path(word).name in ("python", "python3") or word.endswith(("/python", "/python3"))
 
@@ -214,7 +225,7 @@ def problems(command: Command, created: set[str] | None = None) -> list[str]:
         if not argv:
             continue
         head, args = argv[0], argv[1:]
-        if head.startswith(".venv/bin/") and not local(head).exists():
+        if head.startswith(".venv/bin/") and not installed_program(head):
             found.append(f"{command}: no program {head} in the environment")
         if head == "make":
             targets, variables = makefile()
@@ -306,7 +317,8 @@ def is_fast(command: Command, folder: Path) -> bool:
 
 VARIES = [(re.compile(r"seed \d+"), "seed #"),        # drawn per run
           (re.compile(r"\d+\.\d+"), "#"),               # timings
-          (re.compile(r"^isolation: .*"), "isolation: #")]  # the grader's sandbox, per machine
+          (re.compile(r"^isolation: .*"), "isolation: #"),  # the grader's sandbox, per machine
+          (re.compile(r"; NOT sandboxed"), "")]             # and its summary's mention of it
 
 
 def normalise(lines: list[str]) -> list[str]:

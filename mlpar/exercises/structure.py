@@ -197,19 +197,36 @@ HIDDEN_LOOP_CALLS = frozenset({"vectorize", "frompyfunc", "apply_along_axis", "a
                                "fromiter", "map", "starmap"})
 
 
+# Packages whose Python lines are library work wherever they are installed: a folder on
+# PYTHONPATH, ``pip install --target`` or ``--user`` is none of the interpreter's own folders.
+LIBRARIES = ("numpy", "scipy", "numba", "llvmlite", "sklearn", "joblib", "threadpoolctl",
+             "dask", "distributed", "cloudpickle", "toolz")
+
+
 def _library_roots() -> tuple[str, ...]:
     # Code under these paths is not the student's: the standard library, installed packages
     # (numpy's own Python lines), and mlpar itself (the checks and the references).
+    import importlib.util
     import os
+    import site
     import sys
     import sysconfig
 
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        path = sysconfig.get_paths().get(key)
-        if path:
-            roots.add(path)
+        roots.add(sysconfig.get_paths().get(key))
+    roots.update(getattr(site, "getsitepackages", list)())
+    roots.add(site.getusersitepackages() if site.ENABLE_USER_SITE else None)
+    # where each library really is: numpy carried on PYTHONPATH to a GPU machine had every
+    # numpy line counted as the student's, and np.vectorize looked like a loop in disguise
+    for name in LIBRARIES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin and spec.origin != "built-in":
+            roots.add(os.path.dirname(os.path.dirname(os.path.abspath(spec.origin))))
     return tuple(sorted(os.path.abspath(r) + os.sep for r in roots if r))
 
 

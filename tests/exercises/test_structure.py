@@ -182,3 +182,22 @@ def test_a_recorder_notes_the_thread_of_each_product():
     with ThreadPoolExecutor(1) as pool:
         pool.submit(lambda: X[:2] @ X[:2].T).result()
     assert len(X.log["products"]) == 2 and structure.products_off(X.log, me) == 1
+
+
+def test_a_library_on_pythonpath_is_library_work_not_the_students(tmp_path, monkeypatch):
+    # numpy carried on PYTHONPATH (the GPU machine) or installed with pip --user lies outside
+    # the interpreter's folders; its Python lines were counted as the student's
+    package = tmp_path / "carried" / "mlpar_test_library"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("def total(xs):\n    s = 0\n    for x in xs:\n"
+                                         "        s += x\n    return s\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "carried"))
+    import mlpar_test_library
+
+    def uses_it(X):
+        return mlpar_test_library.total(range(len(X)))
+
+    for libraries, counted in [((), True), (("mlpar_test_library",), False)]:
+        monkeypatch.setattr(structure, "LIBRARIES", libraries)
+        counter, _ = _run(uses_it, 40)
+        assert (counter.lines > 40) == counted and (counter.calls > 0) == counted
