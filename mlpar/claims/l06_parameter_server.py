@@ -79,8 +79,22 @@ def prediction_claim(prediction: Prediction):
 
 
 def simulation_predicts_dask(quick: bool = False):
+    """The lesson's prediction on 2 new Dask workers, in calibrate-and-measure rounds until the
+    median measured/predicted is told apart from ``MODEL_TOLERANCE`` (``claims.measure_rounds``):
+    three fixed rounds gave a ✗ once in five runs of the claims (1.56×, rounds 0.81–1.78)."""
     quick = validation.flag("quick", quick)
-    return prediction_claim(predict_dask(quick))
+    X, y = house_prices.load()
+    options = dict(mode="async", n_updates=80 if quick else 200, lr=0.1, batch_size=64, seed=0,
+                   repeat=3 if quick else 5)
+    with DaskEngine(2) as eng:
+        rounds = claims.measure_rounds(
+            lambda: parameter_server.measure_and_predict(eng, X, y, **options).ratio,
+            off_by_at_most=MODEL_TOLERANCE, max_rounds=9 if quick else 21,
+            budget_s=20 if quick else 40)
+    return claims.check_rounds(
+        "06", f"calibrated simulation of the server on dask ×2, factor off either way: "
+        f"measured/predicted {rounds.value:.2f}, the median round", rounds, unit="×",
+        cause="the machine is shared: other programs slow the measured runs or the calibration")
 
 
 CLAIMS = (ssp_zero_is_sync, staleness_within_bound, simulation_predicts_dask)

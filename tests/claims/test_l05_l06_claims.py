@@ -143,3 +143,21 @@ def test_05_model_claims_start_no_workers_on_one_core(monkeypatch):
     claim = c05.model_predicts_dask(quick=True)
     assert claim.held is None and "2 usable cores" in claim.not_applicable
     assert _NoEngine.started == before
+
+
+@pytest.mark.parametrize("ratios, held, rounds", [
+    ([1.1] * 6, True, 6),                  # steady and inside 1.3: six rounds decide
+    ([1.56] * 6, False, 6),                # steadily off, as one fixed-round run once was
+    ([0.81, 1.78] * 11, None, 21),         # the scatter of that run: undecided, not ✗
+])
+def test_06_simulation_claim_takes_rounds_until_decided(monkeypatch, ratios, held, rounds):
+    monkeypatch.setattr(c06, "DaskEngine", _NoEngine)
+    monkeypatch.setattr(c06.house_prices, "load", lambda: (None, None))
+    script = iter(ratios)
+    monkeypatch.setattr(c06.parameter_server, "measure_and_predict",
+                        lambda *a, **k: prediction(next(script)))
+    claim = c06.simulation_predicts_dask(quick=False)
+    assert claim.held is held
+    assert f"median of {rounds} interleaved rounds" in claim.statement
+    if held is None:
+        assert "undecided here" in claim.not_applicable

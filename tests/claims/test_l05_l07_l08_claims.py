@@ -50,3 +50,57 @@ def test_08_claims_print_the_spread_of_interleaved_runs(monkeypatch):
     assert c08.prediction_claim(1.0, 1.5, spread=[1.5, 1.6]).held is False
     with pytest.raises(ValueError, match="spread"):
         c08.prediction_claim(1.0, 1.0, spread=[1.0])
+
+
+class _Run:
+    def __init__(self, makespan):
+        self.timeline = type("Timeline", (), {"makespan": makespan})()
+
+
+class _Pipeline:
+    """Stands in for StagedPipeline: each run's makespan comes from a script, the prediction
+    is always 1, so a run's makespan is its measured/predicted."""
+
+    script = iter(())
+    calibrations = 0
+
+    def __init__(self, params, p):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def calibrate_link(self, repeat):
+        _Pipeline.calibrations += 1
+        return None
+
+    def run(self, X, Y, schedule):
+        return _Run(next(_Pipeline.script, 1.0))
+
+
+@pytest.mark.parametrize("ratios, held, rounds", [
+    ([1.0] + [1.1] * 6, True, 6),          # the first run warms up and is not counted
+    ([1.0] + [1.5] * 6, False, 6),
+    ([1.0] + [0.8, 1.6] * 11, None, 21),   # undecided, not ✗
+])
+def test_08_prediction_claim_takes_rounds_each_with_its_own_calibration(monkeypatch, ratios, held,
+                                                                      rounds):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=2")
+    monkeypatch.setattr(c08.staged_mlp, "StagedPipeline", _Pipeline)
+    monkeypatch.setattr(c08.staged_mlp, "demo_problem", lambda *a, **k: (None, None, None))
+    monkeypatch.setattr(c08.staged_mlp, "predict", lambda run, link: _Run(1.0).timeline)
+    _Pipeline.script, _Pipeline.calibrations = iter(ratios), 0
+    claim = c08.simulator_predicts_the_staged_run(quick=False)
+    assert claim.held is held
+    assert f"median of {rounds} interleaved rounds" in claim.statement
+    assert _Pipeline.calibrations == rounds
+
+
+def test_08_prediction_claim_starts_no_pipeline_on_one_core(monkeypatch):
+    monkeypatch.setenv(environment.HARDWARE_VARIABLE, "cores=1")
+    monkeypatch.setattr(c08.staged_mlp, "StagedPipeline", None)  # would fail if it were started
+    claim = c08.simulator_predicts_the_staged_run(quick=True)
+    assert claim.held is None and "one core per pipeline stage" in claim.not_applicable
