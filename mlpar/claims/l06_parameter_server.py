@@ -43,6 +43,13 @@ def staleness_within_bound(quick: bool = False):
                         at_most=0, cause="the SSP gate lets a worker pull too early")
 
 
+def _options(quick: bool) -> dict:
+    """One round's run of the server (``parameter_server.measure_and_predict``): kept short,
+    since the median of several rounds is what steadies the figure."""
+    return dict(mode="async", n_updates=80 if quick else 200, lr=0.1, batch_size=64, seed=0,
+                repeat=3 if quick else 5)
+
+
 def predict_dask(quick: bool = False, engine=None, *, rounds: int = 3) -> Prediction:
     """The asynchronous server on Dask (an open ``engine``, or 2 new workers) beside its
     calibrated simulation, ``rounds`` times in turn (calibrate, then measure): the round of
@@ -52,9 +59,7 @@ def predict_dask(quick: bool = False, engine=None, *, rounds: int = 3) -> Predic
     if engine is not None and not isinstance(engine, Engine):
         raise TypeError(f"engine: expected an open Engine or None, got {type(engine).__name__}")
     X, y = house_prices.load()
-    # three rounds of these, so each is kept short: the median of rounds is what steadies it
-    options = dict(mode="async", n_updates=80 if quick else 200, lr=0.1, batch_size=64, seed=0,
-                   repeat=3 if quick else 5)
+    options = _options(quick)
     if engine is not None:
         return typical(parameter_server.measure_and_predict(engine, X, y, **options)
                        for _ in range(rounds))
@@ -84,8 +89,7 @@ def simulation_predicts_dask(quick: bool = False):
     three fixed rounds gave a ✗ once in five runs of the claims (1.56×, rounds 0.81–1.78)."""
     quick = validation.flag("quick", quick)
     X, y = house_prices.load()
-    options = dict(mode="async", n_updates=80 if quick else 200, lr=0.1, batch_size=64, seed=0,
-                   repeat=3 if quick else 5)
+    options = _options(quick)
     with DaskEngine(2) as eng:
         rounds = claims.measure_rounds(
             lambda: parameter_server.measure_and_predict(eng, X, y, **options).ratio,
